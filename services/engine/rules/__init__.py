@@ -1,0 +1,19 @@
+"""The rules core: pure, deterministic, no I/O, no clock, no global random.
+
+    state = new_game()
+    result = apply(state, CreateGame(actor="ann", game_id="g1", seed=7))
+    state = result.state                       # or: decide(state, command) -> events
+    view(state, "ann"); legal_commands(state, "ann")
+"""
+
+from .commands import *  # noqa: F401,F403
+from .decide import Accepted, apply, decide, new_game, replay_commands, replay_events
+from .errors import Reason, Rejection
+from .events import PUBLIC, NOBODY, Audience, AudienceKind, Event
+from .evolve import evolve
+from .knowledge import knows, night_knowledge
+from .legal import Legal, legal_commands, pending_players
+from .model import *  # noqa: F401,F403
+from .options import PRESETS, Options, Timers, cast_for, check_options
+from .state import GameState
+from .view import View, view

@@ -1,0 +1,104 @@
+"""``decide(state, command)``: the events a command causes, or why it is refused.
+
+``apply`` does the same and also hands back the new state, so a caller does not
+evolve the events a second time. Neither touches a clock, a database or the
+global random generator: a game replays exactly from its seed and commands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from . import commands as cmd
+from . import endgame, lobby, rounds, timeouts
+from .errors import Reason, Rejection, reject
+from .events import Event
+from .evolve import evolve
+from .flow import Tx
+from .legal import ACCEPTS
+from .state import GameState
+
+Handler = Callable[[Tx, cmd.Command], Rejection | None]
+
+_HANDLERS: dict[type, Handler] = {
+    cmd.CreateGame: lobby.create,
+    cmd.Join: lobby.join,
+    cmd.Leave: lobby.leave,
+    cmd.ChangeOptions: lobby.change_options,
+    cmd.StartGame: lobby.start,
+    cmd.CancelGame: lobby.cancel,
+    cmd.ProposeTeam: rounds.propose,
+    cmd.CastVote: rounds.vote,
+    cmd.PlayCard: rounds.play_card,
+    cmd.UseExcalibur: rounds.use_excalibur,
+    cmd.UseLady: rounds.use_lady,
+    cmd.Confer: endgame.confer,
+    cmd.HandShot: endgame.hand_shot,
+    cmd.Accuse: endgame.accuse,
+    cmd.SpeakLastWord: endgame.speak_last_word,
+    cmd.Assassinate: endgame.assassinate,
+    cmd.PhaseTimedOut: timeouts.timed_out,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    state: GameState
+    events: tuple[Event, ...]
+
+
+def new_game() -> GameState:
+    """The state before ``CreateGame``."""
+    return GameState()
+
+
+def apply(state: GameState, command: cmd.Command) -> Accepted | Rejection:
+    """Decide and evolve in one pass: the new state and the events, or a rejection."""
+    handler = _HANDLERS.get(type(command))
+    if handler is None:
+        return reject(Reason.WRONG_PHASE, phase=state.phase)
+    phase = state.phase
+    if phase is None:
+        if type(command) is not cmd.CreateGame:
+            return reject(Reason.GAME_NOT_CREATED)
+    elif type(command) is not cmd.PhaseTimedOut:
+        if state.over:
+            return reject(Reason.GAME_OVER)
+        if command.kind not in ACCEPTS[phase]:
+            return reject(Reason.WRONG_PHASE, phase=phase)
+        if command.phase_id is not None and command.phase_id != state.phase_id:
+            return reject(Reason.STALE_PHASE)
+    tx = Tx(state)
+    problem = handler(tx, command)
+    if problem is not None:
+        return problem
+    return Accepted(tx.s, tuple(tx.events))
+
+
+def decide(state: GameState, command: cmd.Command) -> list[Event] | Rejection:
+    result = apply(state, command)
+    return result if isinstance(result, Rejection) else list(result.events)
+
+
+def replay_events(events: Iterable[Event], state: GameState | None = None) -> GameState:
+    """Fold ``evolve`` over an event log."""
+    state = new_game() if state is None else state
+    for event in events:
+        state = evolve(state, event)
+    return state
+
+
+def replay_commands(commands: Iterable[cmd.Command]) -> tuple[GameState, list[Event]]:
+    """Play ``commands`` from the start (the first is ``CreateGame``, which holds the seed).
+
+    Rejected commands change nothing, exactly as when they were first sent.
+    """
+    state = new_game()
+    log: list[Event] = []
+    for command in commands:
+        result = apply(state, command)
+        if isinstance(result, Accepted):
+            state = result.state
+            log.extend(result.events)
+    return state, log

@@ -1,0 +1,306 @@
+"""Events: what happened, past tense, each with its audience.
+
+The audience is part of the event, fixed by the engine: a private fact (a role,
+a vote before the reveal, a quest card, a Lady result) only ever travels in an
+event addressed to the players allowed to know it. ``NOBODY`` events are the
+engine's own record (the seed, the deal) and are never delivered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from .model import Card, Knowledge, MissedRule, Phase, Role, Team, WinCause
+from .options import Options
+
+
+class AudienceKind(str, Enum):
+    PUBLIC = "public"
+    PLAYERS = "players"
+    NOBODY = "nobody"
+
+
+@dataclass(frozen=True, slots=True)
+class Audience:
+    kind: AudienceKind
+    players: tuple[str, ...] = ()
+
+    @staticmethod
+    def to(*players: str) -> "Audience":
+        return Audience(AudienceKind.PLAYERS, tuple(players))
+
+    def includes(self, player: str | None) -> bool:
+        if self.kind is AudienceKind.PUBLIC:
+            return True
+        return player is not None and player in self.players
+
+
+PUBLIC = Audience(AudienceKind.PUBLIC)
+NOBODY = Audience(AudienceKind.NOBODY)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    audience: Audience = PUBLIC
+
+
+# -- engine records (never delivered) ----------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameCreated(Event):
+    audience: Audience = NOBODY
+    game_id: str
+    host: str
+    seed: int
+    options: Options
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dealt(Event):
+    audience: Audience = NOBODY
+    seats: tuple[str, ...]
+    roles: tuple[Role, ...]  # by seat
+    first_leader: str
+    shooter: str
+    lancelot_deck: tuple[bool, ...]  # True = switch; v1: the deck; v2: the five quests
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MissedCardsCounted(Event):
+    """Quest cards the deadline filled in for silent team members."""
+
+    audience: Audience = NOBODY
+    cards: tuple[tuple[str, Card], ...]
+
+
+# -- lobby ------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LobbyOpened(Event):
+    host: str
+    options: Options
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlayerJoined(Event):
+    player: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlayerLeft(Event):
+    player: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OptionsChanged(Event):
+    options: Options
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameCancelled(Event):
+    by: str
+
+
+# -- setup ------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameStarted(Event):
+    seats: tuple[str, ...]
+    first_leader: str
+    roles_in_play: tuple[Role, ...]  # which cards are dealt, never to whom
+    lady_holder: str | None
+    options: Options
+    quest_sizes: tuple[int, ...]
+    fails_needed: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoleAssigned(Event):
+    """Private: your role card and what you learned in the night."""
+
+    player: str
+    role: Role
+    team: Team
+    knowledge: tuple[tuple[str, Knowledge], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoyaltyScheduleRevealed(Event):
+    """Lancelot variant 2: the five loyalty cards, one per quest, shown in advance."""
+
+    schedule: tuple[bool, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoyaltyCardRevealed(Event):
+    quest: int
+    switch: bool
+    lancelots_switched: bool  # whether the Lancelots now play for the other side
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PhaseOpened(Event):
+    phase: Phase
+    phase_id: int
+    quest: int
+    leader: str
+    vote_track: int
+    actors: tuple[str, ...]  # who the phase waits for (empty where that is secret)
+    timeout_seconds: int
+    missed_rule: MissedRule
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeadlineMissed(Event):
+    phase: Phase
+    phase_id: int
+    missing: tuple[str, ...]
+    rule: MissedRule
+
+
+# -- a round ------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TeamProposed(Event):
+    quest: int
+    leader: str
+    team: tuple[str, ...]
+    excalibur: str | None
+    auto_approved: bool  # online hammer: the fifth proposal goes straight to the quest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProposalMissed(Event):
+    quest: int
+    leader: str
+    counts_as_rejection: bool
+    vote_track: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VoteCast(Event):
+    """Private to the voter until the reveal."""
+
+    player: str
+    approve: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlayerVoted(Event):
+    player: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VotesRevealed(Event):
+    quest: int
+    leader: str
+    team: tuple[str, ...]
+    approvals: int
+    rejections: int
+    votes: tuple[tuple[str, bool], ...] | None  # None with anonymous votes
+    not_voted: tuple[str, ...]
+    approved: bool
+    vote_track: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardPlayed(Event):
+    """Private to the player who played it."""
+
+    player: str
+    card: Card
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlayerPlayedCard(Event):
+    player: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExcaliburUsed(Event):
+    """Private to the holder: whose card was flipped and what it was before."""
+
+    holder: str
+    target: str
+    original: Card
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuestResolved(Event):
+    quest: int
+    team: tuple[str, ...]
+    successes: int
+    fails: int
+    failed: bool
+    excalibur_holder: str | None
+    excalibur_target: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LadyUsed(Event):
+    holder: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LadyResult(Event):
+    """Private to the holder: the examined player's loyalty, as of now."""
+
+    holder: str
+    target: str
+    loyalty: Team
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LadyNotUsed(Event):
+    holder: str
+
+
+# -- the end ------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConferenceOpened(Event):
+    shooter: str
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConferenceMessage(Event):
+    sender: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShotHanded(Event):
+    by: str
+    to: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MerlinAccused(Event):
+    shooter: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LastWordSpoken(Event):
+    player: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssassinationResolved(Event):
+    shooter: str
+    target: str
+    hit: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameEnded(Event):
+    """Public, with the full reveal: every role and every final allegiance."""
+
+    winner: Team
+    cause: WinCause
+    roles: tuple[tuple[str, Role], ...]
+    teams: tuple[tuple[str, Team], ...]

@@ -1,0 +1,115 @@
+"""How the game moves from phase to phase: the transitions every handler shares.
+
+A ``Tx`` collects the events of one command and applies each to a private
+clone of the state as it goes, so later steps see the earlier ones.
+"""
+
+from __future__ import annotations
+
+from . import events as ev
+from .evolve import apply_in_place
+from .legal import actors, missed_rule
+from .model import Conference, Lancelot, LadyTiming, Phase, Team, WinCause
+from .state import GameState
+from .tables import LANCELOT_DRAW_QUESTS, QUESTS_TO_WIN
+
+
+class Tx:
+    __slots__ = ("s", "events")
+
+    def __init__(self, state: GameState) -> None:
+        self.s = state.clone()
+        self.events: list[ev.Event] = []
+
+    def emit(self, event: ev.Event) -> None:
+        self.events.append(event)
+        apply_in_place(self.s, event)
+
+    def name(self, seat: int) -> str:
+        return self.s.players[seat]
+
+    def names(self, seats) -> tuple[str, ...]:
+        players = self.s.players
+        return tuple(players[i] for i in seats)
+
+
+def open_phase(tx: Tx, phase: Phase, leader: int | None = None) -> None:
+    s = tx.s
+    leader = s.leader if leader is None else leader
+    secret = phase is Phase.ASSASSINATION and s.options.conference is Conference.PRIVATE
+    tx.emit(ev.PhaseOpened(
+        phase=phase,
+        phase_id=s.phase_id + 1,
+        quest=s.quest,
+        leader=tx.name(leader),
+        vote_track=s.vote_track,
+        actors=() if secret else tx.names(actors(s, phase, leader)),
+        timeout_seconds=s.options.timers.for_phase(phase) or 0,
+        missed_rule=missed_rule(s, phase),
+    ))
+
+
+def start_quest(tx: Tx, leader: int) -> None:
+    """The start of a quest: any Lancelot draw, then any Lady (forum), then a proposal."""
+    s = tx.s
+    variant = s.options.lancelot
+    if variant is Lancelot.V1 and s.quest in LANCELOT_DRAW_QUESTS and s.lancelot_deck:
+        switch = s.lancelot_deck[0]
+        tx.emit(ev.LoyaltyCardRevealed(quest=s.quest, switch=switch,
+                                       lancelots_switched=s.lancelots_switched ^ switch))
+    elif variant is Lancelot.V2 and s.lancelot_deck[s.quest - 1]:
+        tx.emit(ev.LoyaltyCardRevealed(quest=s.quest, switch=True,
+                                       lancelots_switched=not s.lancelots_switched))
+    if s.lady_due and s.options.lady_timing is LadyTiming.BEFORE_NEXT_PROPOSAL:
+        open_phase(tx, Phase.LADY, leader)
+    else:
+        open_phase(tx, Phase.PROPOSAL, leader)
+
+
+def after_lady(tx: Tx) -> None:
+    s = tx.s
+    if s.options.lady_timing is LadyTiming.BEFORE_NEXT_PROPOSAL:
+        open_phase(tx, Phase.PROPOSAL)  # the draw of this quest already happened
+    else:
+        start_quest(tx, s.leader)
+
+
+def after_quest(tx: Tx) -> None:
+    s = tx.s
+    if s.failures() >= QUESTS_TO_WIN:
+        end_game(tx, Team.EVIL, WinCause.THREE_FAILED_QUESTS)
+    elif s.successes() >= QUESTS_TO_WIN:
+        open_assassination(tx)
+    else:
+        leader = (s.leader + 1) % len(s.players)
+        if s.lady_due and s.options.lady_timing is LadyTiming.AFTER_QUEST:
+            open_phase(tx, Phase.LADY, leader)
+        else:
+            start_quest(tx, leader)
+
+
+def conference_audience(s: GameState) -> ev.Audience:
+    if s.options.conference is Conference.PUBLIC:
+        return ev.PUBLIC
+    players = s.players
+    return ev.Audience.to(*(players[i] for i in s.evil_seats()))
+
+
+def open_assassination(tx: Tx) -> None:
+    s = tx.s
+    open_phase(tx, Phase.ASSASSINATION)
+    tx.emit(ev.ConferenceOpened(
+        audience=conference_audience(s),
+        shooter=tx.name(s.shooter),
+        members=tx.names(s.evil_seats()),
+    ))
+
+
+def end_game(tx: Tx, winner: Team, cause: WinCause) -> None:
+    s = tx.s
+    tx.emit(ev.GameEnded(
+        winner=winner,
+        cause=cause,
+        roles=tuple(zip(s.players, s.roles)),
+        teams=tuple((p, s.team_of(i)) for i, p in enumerate(s.players)),
+    ))

@@ -1,0 +1,127 @@
+"""Lobby and setup: create, join, leave, settings, start (deal), cancel."""
+
+from __future__ import annotations
+
+import random
+
+from . import commands as cmd
+from . import events as ev
+from .errors import Reason, Rejection, reject
+from .flow import Tx, start_quest
+from .knowledge import night_knowledge
+from .model import Lancelot
+from .options import cast_for, check_options
+from .tables import LANCELOT_DECKS, LANCELOT_V2_DECK, fails_needed, quest_size
+
+MAX_ID_LENGTH = 200
+
+
+def create(tx: Tx, c: cmd.CreateGame) -> Rejection | None:
+    if tx.s.phase is not None:
+        return reject(Reason.GAME_ALREADY_CREATED)
+    problem = check_options(c.options)
+    if problem:
+        return problem
+    if not c.actor or len(c.actor) > MAX_ID_LENGTH:
+        return reject(Reason.UNKNOWN_PLAYER, player=c.actor)
+    tx.emit(ev.GameCreated(game_id=c.game_id, host=c.actor, seed=c.seed, options=c.options))
+    tx.emit(ev.LobbyOpened(host=c.actor, options=c.options))
+    tx.emit(ev.PlayerJoined(player=c.actor))
+    return None
+
+
+def join(tx: Tx, c: cmd.Join) -> Rejection | None:
+    s = tx.s
+    if c.actor in s.players:
+        return reject(Reason.ALREADY_JOINED)
+    if not c.actor or len(c.actor) > MAX_ID_LENGTH:
+        return reject(Reason.UNKNOWN_PLAYER, player=c.actor)
+    if len(s.players) >= s.options.max_players:
+        return reject(Reason.LOBBY_FULL, max=s.options.max_players)
+    tx.emit(ev.PlayerJoined(player=c.actor))
+    return None
+
+
+def leave(tx: Tx, c: cmd.Leave) -> Rejection | None:
+    s = tx.s
+    if c.actor not in s.players:
+        return reject(Reason.NOT_A_PLAYER)
+    if c.actor == s.host:
+        return reject(Reason.HOST_CANNOT_LEAVE)
+    tx.emit(ev.PlayerLeft(player=c.actor))
+    return None
+
+
+def change_options(tx: Tx, c: cmd.ChangeOptions) -> Rejection | None:
+    s = tx.s
+    if c.actor != s.host:
+        return reject(Reason.NOT_HOST)
+    problem = check_options(c.options)
+    if problem:
+        return problem
+    if len(s.players) > c.options.max_players:
+        return reject(Reason.TOO_MANY_PLAYERS, max=c.options.max_players, count=len(s.players))
+    tx.emit(ev.OptionsChanged(options=c.options))
+    return None
+
+
+def cancel(tx: Tx, c: cmd.CancelGame) -> Rejection | None:
+    if c.actor != tx.s.host:
+        return reject(Reason.NOT_HOST)
+    tx.emit(ev.GameCancelled(by=c.actor))
+    return None
+
+
+def start(tx: Tx, c: cmd.StartGame) -> Rejection | None:
+    s = tx.s
+    if c.actor != s.host:
+        return reject(Reason.NOT_HOST)
+    options = s.options
+    cast = cast_for(options, len(s.players))
+    if isinstance(cast, Rejection):
+        return cast
+    # All chance lives here, drawn from the game's own seeded generator.
+    rng = random.Random(s.seed)
+    seats = list(s.players)
+    rng.shuffle(seats)
+    roles = list(cast.roles)
+    rng.shuffle(roles)
+    first_leader = rng.randrange(len(seats))
+    deck: list[bool] = []
+    if options.lancelot is Lancelot.V1:
+        keep, switch = LANCELOT_DECKS[options.lancelot_deck.value]
+        deck = [False] * keep + [True] * switch
+        rng.shuffle(deck)
+    elif options.lancelot is Lancelot.V2:
+        keep, switch = LANCELOT_V2_DECK
+        deck = [False] * keep + [True] * switch
+        rng.shuffle(deck)
+        deck = deck[:5]
+    n = len(seats)
+    shooter = seats[roles.index(cast.shooter_role)]
+    tx.emit(ev.Dealt(seats=tuple(seats), roles=tuple(roles), first_leader=seats[first_leader],
+                     shooter=shooter, lancelot_deck=tuple(deck)))
+    s = tx.s
+    tx.emit(ev.GameStarted(
+        seats=s.players,
+        first_leader=s.players[first_leader],
+        roles_in_play=tuple(sorted(cast.roles, key=lambda r: list(type(r)).index(r))),
+        lady_holder=s.players[s.lady_holder] if options.lady else None,
+        options=options,
+        quest_sizes=tuple(quest_size(n, q) for q in range(1, 6)),
+        fails_needed=tuple(fails_needed(n, q) for q in range(1, 6)),
+    ))
+    role_tuple = s.roles
+    for seat, player in enumerate(s.players):
+        knowledge = night_knowledge(role_tuple, seat, options)
+        tx.emit(ev.RoleAssigned(
+            audience=ev.Audience.to(player),
+            player=player,
+            role=role_tuple[seat],
+            team=role_tuple[seat].team,
+            knowledge=tuple((s.players[o], k) for o, k in knowledge),
+        ))
+    if options.lancelot is Lancelot.V2:
+        tx.emit(ev.LoyaltyScheduleRevealed(schedule=s.lancelot_deck))
+    start_quest(tx, first_leader)
+    return None

@@ -1,0 +1,167 @@
+"""Per-game options and the three presets (RULES.md section 9).
+
+The options in force are part of the game state, so they can be shown to the
+players. Every option can be set on its own; a preset only fixes defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from . import tables
+from .errors import Reason, Rejection, reject
+from .model import (
+    OPTIONAL_ROLES,
+    Conference,
+    Hammer,
+    LadyTiming,
+    Lancelot,
+    LancelotDeck,
+    MissedVote,
+    Phase,
+    Preset,
+    Role,
+)
+
+H = tables.HOUR
+M = tables.MINUTE
+
+
+@dataclass(frozen=True, slots=True)
+class Timers:
+    """Each phase's deadline, in seconds."""
+
+    proposal: int = 10 * M
+    vote: int = 5 * M
+    quest: int = 5 * M
+    excalibur: int = 3 * M
+    lady: int = 5 * M
+    assassination: int = 10 * M
+    last_word: int = 3 * M
+
+    def for_phase(self, phase: Phase) -> int | None:
+        return getattr(self, phase.value, None)
+
+
+FORUM_TIMERS = Timers(
+    proposal=48 * H, vote=24 * H, quest=24 * H, excalibur=24 * H, lady=24 * H,
+    assassination=48 * H, last_word=24 * H,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    preset: Preset = Preset.CLASSIC
+    max_players: int = 10
+    #: Optional roles chosen by the host; ``None`` is the standard set for the
+    #: player count (Percival plus the recommended evil roles).
+    roles: tuple[Role, ...] | None = None
+    hammer: Hammer = Hammer.CLASSIC
+    anonymous_votes: bool = False
+    good_may_fail: bool = False
+    conference: Conference = Conference.PRIVATE
+    assassin_may_delegate: bool = False  # house rule: hand the shot to another evil player
+    last_word: bool = False  # house rule: the accused speaks before the shot
+    oberon_known_to_evil: bool = False  # vi night script
+    lady: bool = False
+    lady_timing: LadyTiming = LadyTiming.AFTER_QUEST
+    excalibur: bool = False
+    lancelot: Lancelot = Lancelot.NONE
+    lancelot_deck: LancelotDeck = LancelotDeck.BOXED
+    missed_vote: MissedVote = MissedVote.REJECT
+    close_early: bool = True  # close a phase as soon as everyone has acted
+    timers: Timers = field(default_factory=Timers)
+
+    @classmethod
+    def preset_defaults(cls, preset: Preset | str, **overrides: Any) -> "Options":
+        """The options of ``preset`` with ``overrides`` applied (not validated)."""
+        base = PRESETS[Preset(preset)]
+        return replace(base, **overrides) if overrides else base
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Timers):
+                value = {t.name: getattr(value, t.name) for t in fields(Timers)}
+            elif isinstance(value, tuple):
+                value = [v.value for v in value]
+            elif hasattr(value, "value"):
+                value = value.value
+            out[f.name] = value
+        return out
+
+
+PRESETS: dict[Preset, Options] = {
+    Preset.CLASSIC: Options(),
+    Preset.ONLINE: Options(preset=Preset.ONLINE, hammer=Hammer.ONLINE),
+    Preset.FORUM: Options(
+        preset=Preset.FORUM,
+        max_players=12,
+        hammer=Hammer.FORUM,
+        conference=Conference.PUBLIC,
+        lady_timing=LadyTiming.BEFORE_NEXT_PROPOSAL,
+        lancelot_deck=LancelotDeck.FORUM,
+        missed_vote=MissedVote.NOT_COUNTED,
+        timers=FORUM_TIMERS,
+    ),
+}
+
+
+def check_options(options: Options) -> Rejection | None:
+    """Checks what can be checked without knowing the player count."""
+    if not tables.MIN_PLAYERS <= options.max_players <= tables.MAX_PLAYERS:
+        return reject(Reason.INVALID_OPTION, option="max_players",
+                      problem=f"between {tables.MIN_PLAYERS} and {tables.MAX_PLAYERS}")
+    for f in fields(Timers):
+        seconds = getattr(options.timers, f.name)
+        if not isinstance(seconds, int) or not tables.MIN_TIMER <= seconds <= tables.MAX_TIMER:
+            return reject(Reason.INVALID_OPTION, option=f"timers.{f.name}",
+                          problem=f"between {tables.MIN_TIMER} seconds and 14 days")
+    if options.roles is not None:
+        if len(set(options.roles)) != len(options.roles):
+            return reject(Reason.INVALID_OPTION, option="roles", problem="a role is listed twice")
+        for role in options.roles:
+            if role not in OPTIONAL_ROLES:
+                return reject(Reason.ROLE_NOT_SELECTABLE, role=role)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Cast:
+    """The role cards dealt for one player count, and who takes the shot."""
+
+    roles: tuple[Role, ...]  # exactly one per seat, before shuffling
+    shooter_role: Role
+
+
+def cast_for(options: Options, players: int) -> Cast | Rejection:
+    """The role cards for ``players`` seats, or why the selection does not fit."""
+    if players < tables.MIN_PLAYERS:
+        return reject(Reason.TOO_FEW_PLAYERS, min=tables.MIN_PLAYERS, count=players)
+    if players > options.max_players:
+        return reject(Reason.TOO_MANY_PLAYERS, max=options.max_players, count=players)
+    good_seats, evil_seats = tables.TEAMS[players]
+    lancelot = options.lancelot is not Lancelot.NONE
+    if options.roles is None:
+        good = list(tables.STANDARD_GOOD)
+        room = evil_seats - 1 - (1 if lancelot else 0)  # keep a seat for the Assassin
+        evil = list(tables.STANDARD_EVIL[players][:max(room, 0)])
+    else:
+        good = [r for r in options.roles if r.team.value == "good"]
+        evil = [r for r in options.roles if r.team.value == "evil"]
+    good = [Role.MERLIN, *good] + ([Role.GOOD_LANCELOT] if lancelot else [])
+    evil = evil + ([Role.EVIL_LANCELOT] if lancelot else [])
+    if len(good) > good_seats:
+        return reject(Reason.TOO_MANY_GOOD_ROLES, count=players, seats=good_seats, wanted=len(good))
+    if len(evil) > evil_seats:
+        return reject(Reason.TOO_MANY_EVIL_ROLES, count=players, seats=evil_seats, wanted=len(evil))
+    if len(evil) < evil_seats:
+        evil.insert(0, Role.ASSASSIN)
+    shooter = next((r for r in tables.SHOOTER_ORDER if r in evil), None)
+    if shooter is None:
+        return reject(Reason.NO_SHOOTER)
+    good += [Role.LOYAL_SERVANT] * (good_seats - len(good))
+    evil += [Role.MINION] * (evil_seats - len(evil))
+    return Cast(tuple(good + evil), shooter)

@@ -1,0 +1,118 @@
+"""The game state: everything the engine knows, seat-indexed for speed.
+
+A ``GameState`` is never changed after it is handed out: ``evolve`` and
+``apply`` clone it and change the clone. Containers inside are tuples,
+frozensets or dicts that are replaced, never mutated in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from .model import Card, Lancelot, MissedRule, Phase, Role, Team, WinCause
+from .options import Options
+
+
+@dataclass(frozen=True, slots=True)
+class QuestResult:
+    quest: int
+    team: tuple[str, ...]
+    successes: int
+    fails: int
+    failed: bool
+    excalibur_holder: str | None = None
+    excalibur_target: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VoteRecord:
+    quest: int
+    leader: str
+    team: tuple[str, ...]
+    approvals: int
+    rejections: int
+    votes: tuple[tuple[str, bool], ...] | None
+    approved: bool
+
+
+@dataclass(slots=True)
+class GameState:
+    game_id: str = ""
+    seed: int = 0
+    host: str = ""
+    options: Options = field(default_factory=Options)
+    phase: Phase | None = None  # None: not created yet
+    phase_id: int = 0
+    seq: int = 0  # events applied so far: the game's version
+    timeout_seconds: int = 0
+    missed_rule: MissedRule = MissedRule.NONE
+    players: tuple[str, ...] = ()  # join order in the lobby, seat order once dealt
+    seat_of: dict[str, int] = field(default_factory=dict)
+    roles: tuple[Role, ...] = ()
+    shooter: int = -1
+    shot_handed: bool = False
+    accused: int = -1
+    lancelot_deck: tuple[bool, ...] = ()
+    lancelots_switched: bool = False
+    loyalty_draws: tuple[tuple[int, bool], ...] = ()
+    quest: int = 0
+    leader: int = -1
+    vote_track: int = 0
+    team: tuple[int, ...] = ()
+    excalibur: int = -1
+    votes: dict[int, bool] = field(default_factory=dict)
+    cards: dict[int, Card] = field(default_factory=dict)
+    quest_results: tuple[QuestResult, ...] = ()
+    vote_log: tuple[VoteRecord, ...] = ()
+    lady_holder: int = -1
+    lady_past: frozenset[int] = frozenset()
+    lady_due: bool = False
+    lady_log: tuple[tuple[str, str], ...] = ()
+    lady_results: tuple[tuple[str, str, Team], ...] = ()  # private to each holder
+    excalibur_log: tuple[tuple[str, str, Card], ...] = ()  # private to each holder
+    winner: Team | None = None
+    cause: WinCause | None = None
+
+    def clone(self) -> "GameState":
+        new = object.__new__(GameState)
+        for name in _SLOTS:
+            object.__setattr__(new, name, getattr(self, name))
+        return new
+
+    # -- derived facts -------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        return bool(self.roles)
+
+    @property
+    def over(self) -> bool:
+        return self.phase is Phase.ENDED or self.phase is Phase.CANCELLED
+
+    def team_of(self, seat: int) -> Team:
+        """A seat's allegiance now (a Lancelot may have switched)."""
+        role = self.roles[seat]
+        team = role.team
+        if self.lancelots_switched and role.is_lancelot:
+            return Team.EVIL if team is Team.GOOD else Team.GOOD
+        return team
+
+    def evil_seats(self) -> tuple[int, ...]:
+        return tuple(s for s in range(len(self.roles)) if self.team_of(s) is Team.EVIL)
+
+    def successes(self) -> int:
+        return sum(1 for r in self.quest_results if not r.failed)
+
+    def failures(self) -> int:
+        return sum(1 for r in self.quest_results if r.failed)
+
+    def allowed_cards(self, seat: int) -> tuple[Card, ...]:
+        """The quest cards this seat may play now (RULES.md sections 3 and 8)."""
+        if self.team_of(seat) is Team.EVIL:
+            if self.roles[seat].is_lancelot and self.options.lancelot is Lancelot.V2:
+                return (Card.FAIL,)  # variant 2: an evil Lancelot must fail
+            return (Card.SUCCESS, Card.FAIL)
+        return (Card.SUCCESS, Card.FAIL) if self.options.good_may_fail else (Card.SUCCESS,)
+
+
+_SLOTS = tuple(f.name for f in fields(GameState))

@@ -1,0 +1,147 @@
+"""Random legal games through the real engine: ``avalon simulate``.
+
+A random player picks one of the players the phase waits for and one of that
+player's legal commands, with random choices inside it. Optionally a deadline
+is missed now and then (``timeout_rate``), so the missed-deadline rules are
+played too. The generator is the driver's own: the engine stays pure.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .rules import (
+    Accepted,
+    Assassinate,
+    Accuse,
+    CastVote,
+    CommandKind,
+    Confer,
+    CreateGame,
+    GameState,
+    HandShot,
+    Join,
+    Options,
+    PhaseTimedOut,
+    PlayCard,
+    ProposeTeam,
+    SpeakLastWord,
+    StartGame,
+    UseExcalibur,
+    UseLady,
+    apply,
+    legal_commands,
+    new_game,
+    pending_players,
+)
+from .rules.errors import Rejection
+
+K = CommandKind
+MAX_STEPS = 5000
+
+
+@dataclass
+class GameRecord:
+    state: GameState
+    events: list = field(default_factory=list)
+    commands: list = field(default_factory=list)
+    proposals: int = 0
+
+
+def setup(players: int, options: Options, seed: int, *, keep: bool = False) -> GameRecord:
+    ids = [f"p{i + 1}" for i in range(players)]
+    record = GameRecord(new_game())
+    play(record, CreateGame(actor=ids[0], game_id=f"sim-{seed}", seed=seed, options=options), keep)
+    for pid in ids[1:]:
+        play(record, Join(actor=pid), keep)
+    play(record, StartGame(actor=ids[0]), keep)
+    return record
+
+
+def play(record: GameRecord, command, keep: bool) -> None:
+    result = apply(record.state, command)
+    if isinstance(result, Rejection):
+        raise AssertionError(f"legal command refused: {command} -> {result.message}")
+    record.state = result.state
+    if keep:
+        record.events.extend(result.events)
+        record.commands.append(command)
+
+
+def random_command(state: GameState, rng: random.Random, timeout_rate: float = 0.0):
+    if timeout_rate and rng.random() < timeout_rate:
+        return PhaseTimedOut(phase_id=state.phase_id)
+    waiting = pending_players(state)
+    if not waiting:
+        return PhaseTimedOut(phase_id=state.phase_id)
+    player = waiting[rng.randrange(len(waiting))] if len(waiting) > 1 else waiting[0]
+    choices = [c for c in legal_commands(state, player) if c.kind is not K.CANCEL_GAME]
+    legal = choices[rng.randrange(len(choices))] if len(choices) > 1 else choices[0]
+    kind = legal.kind
+    pid = state.phase_id
+    if kind is K.CAST_VOTE:
+        return CastVote(actor=player, approve=rng.random() < 0.5, phase_id=pid)
+    if kind is K.PLAY_CARD:
+        cards = legal.cards
+        return PlayCard(actor=player, card=cards[rng.randrange(len(cards))] if len(cards) > 1 else cards[0],
+                        phase_id=pid)
+    if kind is K.PROPOSE_TEAM:
+        team = tuple(rng.sample(legal.targets, legal.count))
+        sword = None
+        if legal.excalibur:
+            others = [p for p in team if p != player]
+            sword = others[rng.randrange(len(others))]
+        return ProposeTeam(actor=player, team=team, excalibur=sword, phase_id=pid)
+    if kind is K.USE_EXCALIBUR:
+        target = None if rng.random() < 0.5 else legal.targets[rng.randrange(len(legal.targets))]
+        return UseExcalibur(actor=player, target=target, phase_id=pid)
+    if kind is K.USE_LADY:
+        return UseLady(actor=player, target=rng.choice(legal.targets), phase_id=pid)
+    if kind is K.CONFER:
+        return Confer(actor=player, text="who is Merlin?", phase_id=pid)
+    if kind is K.HAND_SHOT:
+        return HandShot(actor=player, to=rng.choice(legal.targets), phase_id=pid)
+    if kind is K.ACCUSE:
+        return Accuse(actor=player, target=rng.choice(legal.targets), phase_id=pid)
+    if kind is K.SPEAK_LAST_WORD:
+        return SpeakLastWord(actor=player, text="I am a loyal servant.", phase_id=pid)
+    if kind is K.ASSASSINATE:
+        return Assassinate(actor=player, target=rng.choice(legal.targets), phase_id=pid)
+    raise AssertionError(f"no random choice for {kind}")
+
+
+def random_game(players: int, options: Options, seed: int, *, timeout_rate: float = 0.0,
+                keep: bool = False) -> GameRecord:
+    """One random legal game from lobby to the end."""
+    rng = random.Random(seed ^ 0x5EED)
+    record = setup(players, options, seed, keep=keep)
+    for _ in range(MAX_STEPS):
+        state = record.state
+        if state.over:
+            return record
+        command = random_command(state, rng, timeout_rate)
+        if type(command) is ProposeTeam or (type(command) is PhaseTimedOut and state.phase.value == "proposal"):
+            record.proposals += 1
+        play(record, command, keep)
+    raise AssertionError(f"game {seed} did not end in {MAX_STEPS} steps")
+
+
+@dataclass
+class Summary:
+    games: int = 0
+    good_wins: int = 0
+    evil_wins: int = 0
+    wins_by_cause: Counter = field(default_factory=Counter)
+    proposals: int = 0
+
+    def add(self, record: GameRecord) -> None:
+        s = record.state
+        self.games += 1
+        if s.winner is not None and s.winner.value == "good":
+            self.good_wins += 1
+        else:
+            self.evil_wins += 1
+        self.wins_by_cause[s.cause.value] += 1
+        self.proposals += record.proposals
