@@ -17,6 +17,7 @@ from .events import Event
 from .evolve import evolve
 from .flow import Tx
 from .legal import ACCEPTS
+from .model import Phase
 from .state import GameState
 
 Handler = Callable[[Tx, cmd.Command], Rejection | None]
@@ -42,6 +43,9 @@ _HANDLERS: dict[type, Handler] = {
 }
 
 
+_OVER = frozenset({Phase.ENDED, Phase.CANCELLED})
+
+
 @dataclass(frozen=True, slots=True)
 class Accepted:
     state: GameState
@@ -63,7 +67,7 @@ def apply(state: GameState, command: cmd.Command) -> Accepted | Rejection:
         if type(command) is not cmd.CreateGame:
             return reject(Reason.GAME_NOT_CREATED)
     elif type(command) is not cmd.PhaseTimedOut:
-        if state.over:
+        if phase in _OVER:
             return reject(Reason.GAME_OVER)
         if command.kind not in ACCEPTS[phase]:
             return reject(Reason.WRONG_PHASE, phase=phase)

@@ -28,6 +28,13 @@ class Audience:
 
     @staticmethod
     def to(*players: str) -> "Audience":
+        if len(players) == 1:
+            found = _ONE.get(players[0])
+            if found is None:
+                found = _ONE[players[0]] = Audience(AudienceKind.PLAYERS, players)
+                if len(_ONE) > 100_000:  # bounded: a long-running engine sees many players
+                    _ONE.clear()
+            return found
         return Audience(AudienceKind.PLAYERS, tuple(players))
 
     def includes(self, player: str | None) -> bool:
@@ -36,6 +43,7 @@ class Audience:
         return player is not None and player in self.players
 
 
+_ONE: dict[str, Audience] = {}
 PUBLIC = Audience(AudienceKind.PUBLIC)
 NOBODY = Audience(AudienceKind.NOBODY)
 

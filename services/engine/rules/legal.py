@@ -103,6 +103,14 @@ class Legal:
     optional: bool = False
 
 
+_CANCEL = Legal(K.CANCEL_GAME)
+_VOTE = Legal(K.CAST_VOTE)
+_CONFER = Legal(K.CONFER)
+_LAST_WORD = Legal(K.SPEAK_LAST_WORD)
+_CARDS = {cards: Legal(K.PLAY_CARD, cards=cards)
+          for cards in ((Card.SUCCESS,), (Card.FAIL,), (Card.SUCCESS, Card.FAIL))}
+
+
 def legal_commands(s: GameState, player: str | None) -> tuple[Legal, ...]:
     """What ``player`` may do now; the gateways build their buttons from it."""
     if player is None or s.phase is None or s.over:
@@ -116,7 +124,7 @@ def legal_commands(s: GameState, player: str | None) -> tuple[Legal, ...]:
             out += [Legal(K.CHANGE_OPTIONS), Legal(K.START_GAME), Legal(K.CANCEL_GAME)]
         return tuple(out)
     seat = s.seat_of.get(player)
-    out: list[Legal] = [Legal(K.CANCEL_GAME)] if player == s.host else []
+    out: list[Legal] = [_CANCEL] if player == s.host else []
     if seat is None:
         return tuple(out)
     names = s.players
@@ -124,16 +132,16 @@ def legal_commands(s: GameState, player: str | None) -> tuple[Legal, ...]:
         out.append(Legal(K.PROPOSE_TEAM, targets=names, count=quest_size(len(names), s.quest),
                          excalibur=s.options.excalibur))
     elif phase is Phase.VOTE and seat not in s.votes:
-        out.append(Legal(K.CAST_VOTE))
+        out.append(_VOTE)
     elif phase is Phase.QUEST and seat in s.team and seat not in s.cards:
-        out.append(Legal(K.PLAY_CARD, cards=s.allowed_cards(seat)))
+        out.append(_CARDS[s.allowed_cards(seat)])
     elif phase is Phase.EXCALIBUR and seat == s.excalibur:
         targets = tuple(names[i] for i in s.team if i != seat)
         out.append(Legal(K.USE_EXCALIBUR, targets=targets, optional=True))
     elif phase is Phase.LADY and seat == s.lady_holder:
         out.append(Legal(K.USE_LADY, targets=tuple(names[i] for i in lady_targets(s))))
     elif phase is Phase.ASSASSINATION and s.team_of(seat) is Team.EVIL:
-        out.append(Legal(K.CONFER))
+        out.append(_CONFER)
         if seat == s.shooter:
             targets = tuple(p for i, p in enumerate(names) if i != seat)
             if s.options.last_word and s.accused < 0:
@@ -146,9 +154,9 @@ def legal_commands(s: GameState, player: str | None) -> tuple[Legal, ...]:
                     out.append(Legal(K.HAND_SHOT, targets=others))
     elif phase is Phase.LAST_WORD:
         if seat == s.accused:
-            out.append(Legal(K.SPEAK_LAST_WORD))
+            out.append(_LAST_WORD)
         if s.team_of(seat) is Team.EVIL:
-            out.append(Legal(K.CONFER))
+            out.append(_CONFER)
     return tuple(out)
 
 
