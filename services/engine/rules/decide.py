@@ -73,6 +73,8 @@ def apply(state: GameState, command: cmd.Command) -> Accepted | Rejection:
             return reject(Reason.WRONG_PHASE, phase=phase)
         if command.phase_id is not None and command.phase_id != state.phase_id:
             return reject(Reason.STALE_PHASE)
+    if (type(command) is cmd.PhaseTimedOut) != (command.actor == cmd.SCHEDULER):
+        return reject(Reason.NOT_YOUR_TURN)  # only the scheduler says a deadline passed, and only that
     tx = Tx(state)
     problem = handler(tx, command)
     if problem is not None:

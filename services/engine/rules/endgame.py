@@ -51,8 +51,8 @@ def _shooter_target(tx: Tx, actor: str, target: str) -> int | Rejection:
     aim = s.seat_of.get(target)
     if aim is None:
         return reject(Reason.UNKNOWN_PLAYER, player=target)
-    if aim == seat:
-        return reject(Reason.INVALID_TARGET)
+    if aim == seat or s.team_of(aim) is Team.EVIL:
+        return reject(Reason.INVALID_TARGET)  # the shot names one of the good players (fa)
     return aim
 
 

@@ -143,7 +143,7 @@ def legal_commands(s: GameState, player: str | None) -> tuple[Legal, ...]:
     elif phase is Phase.ASSASSINATION and s.team_of(seat) is Team.EVIL:
         out.append(_CONFER)
         if seat == s.shooter:
-            targets = tuple(p for i, p in enumerate(names) if i != seat)
+            targets = tuple(p for i, p in enumerate(names) if s.team_of(i) is Team.GOOD)
             if s.options.last_word and s.accused < 0:
                 out.append(Legal(K.ACCUSE, targets=targets))
             else:

@@ -16,13 +16,18 @@ from .tables import LANCELOT_DECKS, LANCELOT_V2_DECK, fails_needed, quest_size
 MAX_ID_LENGTH = 200
 
 
+def _valid_id(player: str) -> bool:
+    """Player ids are the gateways' (``tg:42``); ``@`` ids are the engine's own (the scheduler)."""
+    return bool(player) and len(player) <= MAX_ID_LENGTH and not player.startswith("@")
+
+
 def create(tx: Tx, c: cmd.CreateGame) -> Rejection | None:
     if tx.s.phase is not None:
         return reject(Reason.GAME_ALREADY_CREATED)
     problem = check_options(c.options)
     if problem:
         return problem
-    if not c.actor or len(c.actor) > MAX_ID_LENGTH:
+    if not _valid_id(c.actor):
         return reject(Reason.UNKNOWN_PLAYER, player=c.actor)
     tx.emit(ev.GameCreated(game_id=c.game_id, host=c.actor, seed=c.seed, options=c.options))
     tx.emit(ev.LobbyOpened(host=c.actor, options=c.options))
@@ -34,7 +39,7 @@ def join(tx: Tx, c: cmd.Join) -> Rejection | None:
     s = tx.s
     if c.actor in s.players:
         return reject(Reason.ALREADY_JOINED)
-    if not c.actor or len(c.actor) > MAX_ID_LENGTH:
+    if not _valid_id(c.actor):
         return reject(Reason.UNKNOWN_PLAYER, player=c.actor)
     if len(s.players) >= s.options.max_players:
         return reject(Reason.LOBBY_FULL, max=s.options.max_players)

@@ -111,9 +111,10 @@ PRESETS: dict[Preset, Options] = {
 
 def check_options(options: Options) -> Rejection | None:
     """Checks what can be checked without knowing the player count."""
-    if not tables.MIN_PLAYERS <= options.max_players <= tables.MAX_PLAYERS:
+    most = PRESETS[options.preset].max_players  # 11 and 12 players: the forum preset only
+    if not tables.MIN_PLAYERS <= options.max_players <= most:
         return reject(Reason.INVALID_OPTION, option="max_players",
-                      problem=f"between {tables.MIN_PLAYERS} and {tables.MAX_PLAYERS}")
+                      problem=f"between {tables.MIN_PLAYERS} and {most} in the {options.preset.value} preset")
     for f in fields(Timers):
         seconds = getattr(options.timers, f.name)
         if not isinstance(seconds, int) or not tables.MIN_TIMER <= seconds <= tables.MAX_TIMER:
