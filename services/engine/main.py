@@ -1,0 +1,66 @@
+"""Entry points: ``avalon engine`` (the engine alone, on RabbitMQ) and ``avalon run``
+(the embedded default: engine plus configured gateways, in-process bus, SQLite)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+from shared.bus import InProcessBus
+from shared.config import Settings
+
+from .deadlines import DeadlineScheduler
+from .service import EngineService
+from .store import Store
+
+log = logging.getLogger("avalon")
+
+
+async def _serve_until_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def run_engine(settings: Settings) -> None:
+    from shared.bus.rabbit import RabbitBus
+
+    bus = RabbitBus(settings.amqp_url, prefix=settings.bus_prefix, delivery_limit=settings.delivery_limit)
+    await _run(settings, bus)
+
+
+async def run_embedded(settings: Settings) -> None:
+    await _run(settings, InProcessBus(delivery_limit=settings.delivery_limit))
+
+
+async def _run(settings: Settings, bus) -> None:
+    store = Store(settings.database_url)
+    await bus.start()
+    engine = EngineService(store, bus, DeadlineScheduler(bus))
+    await engine.start()
+    log.info("engine ready: database %s", settings.database_url.split("@")[-1])
+    try:
+        await _serve_until_signal()
+    finally:
+        await engine.stop()
+        await bus.close()
+        await store.close()
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("engine", help="run the engine service on RabbitMQ (compose)")
+    p.set_defaults(run=lambda args: _main(run_engine))
+    p = sub.add_parser("run", help="run the narrator embedded: in-process bus and SQLite")
+    p.set_defaults(run=lambda args: _main(run_embedded))
+
+
+def _main(target) -> int:
+    settings = Settings()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(target(settings))
+    return 0

@@ -1,0 +1,281 @@
+"""The engine service: consume a command, decide, persist, then publish.
+
+For each command, under the game's lock: a command id seen before is dropped;
+otherwise load the game, ``apply`` the rules, and commit the new state, the
+events and the command id in one transaction; then publish the events from the
+outbox. Events committed but not yet published (a crash between commit and
+publish) are published on the next start. A rejection goes back to the actor
+alone, as an event with its reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections import OrderedDict
+from datetime import timedelta
+
+from pydantic import ValidationError
+
+from shared.bus import Bus, PoisonMessage, Unroutable
+from shared.protocol import (
+    CommandEnvelope,
+    CommandRejected,
+    EventEnvelope,
+    INTERNAL_EVENTS,
+    PhaseReminder,
+    ProfileUpdated,
+    audience_model,
+    event_body,
+    to_core_command,
+    utcnow,
+)
+from services.engine.rules import Accepted, Audience, AudienceKind, apply, new_game, pending_players
+from services.engine.rules import events as core_events
+from services.engine.rules.errors import Rejection
+
+from .deadlines import DeadlineScheduler
+from .store import KEEP, Conflict, Duplicate, LoadedGame, Store
+
+log = logging.getLogger(__name__)
+
+CHANNEL_PREFIXES = {"tg": "telegram", "mail": "email"}
+
+
+def channels_of(player: str) -> set[str]:
+    """The channel a player id was minted by: ``tg:123`` is Telegram, ``mail:a@b`` email."""
+    prefix = player.split(":", 1)[0]
+    channel = CHANNEL_PREFIXES.get(prefix)
+    return {channel} if channel else set()
+
+
+class EngineService:
+    def __init__(self, store: Store, bus: Bus, scheduler: DeadlineScheduler | None = None, *,
+                 cache_size: int = 20_000) -> None:
+        self.store = store
+        self.bus = bus
+        self.scheduler = scheduler
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._cache: OrderedDict[str, LoadedGame] = OrderedDict()
+        self._cache_size = cache_size
+        self._extra_channels: dict[str, set[str]] = {}
+
+    # -- life cycle ----------------------------------------------------------------
+
+    async def start(self, *, consume: bool = True) -> None:
+        await self.store.migrate()
+        await self.publish_pending()
+        if self.scheduler is not None:
+            self.scheduler.start()
+            for deadline in await self.store.open_deadlines():
+                self.scheduler.arm(deadline.game_id, deadline.phase_id, deadline.deadline_at,
+                                   deadline.timeout_seconds)
+        if consume:
+            await self.bus.consume_commands(self.handle_raw)
+
+    async def stop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.shutdown()
+
+    # -- one command -----------------------------------------------------------------
+
+    async def handle_raw(self, body: bytes) -> None:
+        try:
+            envelope = CommandEnvelope.model_validate_json(body)
+        except ValidationError as error:
+            log.warning("malformed command dead-lettered: %s", error.errors()[:3])
+            raise PoisonMessage(str(error)) from error
+        lock = self._acquire(envelope.game_id)
+        try:
+            async with lock:
+                await self.handle(envelope)
+                await self.publish_pending(envelope.game_id)
+        finally:
+            self._release(envelope.game_id)
+
+    def _acquire(self, game_id: str) -> asyncio.Lock:
+        lock, users = self._locks.get(game_id, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._locks[game_id] = (lock, users + 1)
+        return lock
+
+    def _release(self, game_id: str) -> None:
+        lock, users = self._locks[game_id]
+        if users <= 1:
+            del self._locks[game_id]
+        else:
+            self._locks[game_id] = (lock, users - 1)
+
+    async def handle(self, env: CommandEnvelope) -> None:
+        for _attempt in range(3):
+            try:
+                await self._handle_once(env)
+                return
+            except Duplicate:
+                return
+            except Conflict:
+                self._cache.pop(env.game_id, None)  # someone else moved the game: reload
+        raise RuntimeError(f"game {env.game_id} kept changing under command {env.message_id}")
+
+    async def _handle_once(self, env: CommandEnvelope) -> None:
+        if await self.store.seen(env.message_id):
+            return
+        kind = env.command.type
+        if kind == "update_profile":
+            await self._update_profile(env)
+            return
+        loaded = await self._load(env.game_id)
+        if kind == "remind_phase":
+            await self._remind(env, loaded)
+            return
+        seed = None
+        if kind == "create_game":
+            if loaded is None:
+                seed = secrets.randbits(63)
+                loaded = LoadedGame(new_game(), 0, seed, env.channel)
+        elif loaded is None:
+            await self._reply_rejected(env, None, "unknown_game", {}, "There is no such game.")
+            return
+        result = apply(loaded.state, to_core_command(env, seed or loaded.seed))
+        if isinstance(result, Rejection):
+            await self._reply_rejected(env, loaded, result.reason, result.params, result.message)
+            return
+        if not result.events:  # e.g. a stale deadline: nothing happens
+            await self.store.commit(game_id=env.game_id, message_id=env.message_id, outcome="ignored", events=[])
+            return
+        await self._commit_accepted(env, loaded, result, seed)
+
+    async def _commit_accepted(self, env: CommandEnvelope, loaded: LoadedGame, result: Accepted,
+                               seed: int | None) -> None:
+        now = utcnow()
+        state = result.state
+        deadline_at = KEEP
+        envelopes = []
+        seq = loaded.version
+        for event in result.events:
+            seq += 1
+            deadline = None
+            if isinstance(event, core_events.PhaseOpened):
+                deadline = now + timedelta(seconds=event.timeout_seconds) if event.timeout_seconds else None
+                deadline_at = deadline
+            envelope = EventEnvelope(
+                message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=now,
+                audience=audience_model(event.audience), caused_by=env.message_id, deadline_at=deadline,
+                event=event_body(event))
+            envelopes.append((envelope, self._channels(envelope, state, loaded.origin_channel)))
+        if state.over:
+            deadline_at = None
+        await self.store.commit(
+            game_id=env.game_id, message_id=env.message_id, outcome="accepted", events=envelopes, state=state,
+            expected_version=loaded.version, new_game_seed=seed, origin_channel=loaded.origin_channel,
+            deadline_at=deadline_at)
+        self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel))
+        if self.scheduler is not None:
+            if state.over or deadline_at is None:
+                self.scheduler.disarm(env.game_id)
+            elif deadline_at is not KEEP:
+                self.scheduler.arm(env.game_id, state.phase_id, deadline_at, state.timeout_seconds)
+
+    async def _reply_rejected(self, env: CommandEnvelope, loaded: LoadedGame | None, reason, params,
+                              message: str) -> None:
+        body = CommandRejected(command_type=env.command.type, reason=reason,
+                               params={k: getattr(v, "value", v) for k, v in params.items()}, message=message)
+        envelope = EventEnvelope(
+            message_id=f"rejected:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
+            audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
+        channels = channels_of(env.actor) | {env.channel}
+        if env.actor.startswith("@"):  # the scheduler's own stale messages need no reply
+            channels = set()
+        await self.store.commit(game_id=env.game_id, message_id=env.message_id, outcome="rejected",
+                                events=[(envelope, tuple(sorted(c for c in channels if c in _ROUTED)))])
+
+    async def _remind(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
+        state = loaded.state if loaded else None
+        if state is None or state.over or state.phase_id != env.phase_id:
+            await self.store.commit(game_id=env.game_id, message_id=env.message_id, outcome="ignored", events=[])
+            return
+        seq = loaded.version + 1
+        body = PhaseReminder(phase=state.phase, phase_id=state.phase_id, seconds_left=env.command.seconds_left,
+                             waiting_for=pending_players(state))
+        envelope = EventEnvelope(
+            message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=utcnow(),
+            audience=audience_model(core_events.PUBLIC), caused_by=env.message_id, event=body)
+        await self.store.commit(
+            game_id=env.game_id, message_id=env.message_id, outcome="accepted",
+            events=[(envelope, self._channels(envelope, state, loaded.origin_channel))], state=state,
+            expected_version=loaded.version)
+        self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel))
+
+    async def _update_profile(self, env: CommandEnvelope) -> None:
+        c = env.command
+        row = await self.store.upsert_player(env.actor, display_name=c.display_name, language=c.language,
+                                             telegram_chat_id=c.telegram_chat_id, email=c.email,
+                                             time_zone=c.time_zone)
+        extra = set()
+        if row.telegram_chat_id is not None:
+            extra.add("telegram")
+        if row.email:
+            extra.add("email")
+        self._extra_channels[env.actor] = extra
+        body = ProfileUpdated(player=env.actor, display_name=row.display_name, language=row.language)
+        envelope = EventEnvelope(
+            message_id=f"profile:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
+            audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
+        channels = tuple(sorted((channels_of(env.actor) | extra) & _ROUTED))
+        await self.store.commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
+                                events=[(envelope, channels)])
+
+    # -- loading, routing, publishing --------------------------------------------------
+
+    async def _load(self, game_id: str) -> LoadedGame | None:
+        loaded = self._cache.get(game_id)
+        if loaded is not None:
+            self._cache.move_to_end(game_id)
+            return loaded
+        loaded = await self.store.load(game_id)
+        if loaded is not None:
+            self._remember(game_id, loaded)
+        return loaded
+
+    def _remember(self, game_id: str, loaded: LoadedGame) -> None:
+        self._cache[game_id] = loaded
+        self._cache.move_to_end(game_id)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def _channels(self, envelope: EventEnvelope, state, origin: str) -> tuple[str, ...]:
+        if envelope.event.type in INTERNAL_EVENTS or envelope.audience.kind is AudienceKind.NOBODY:
+            return ()
+        if envelope.audience.kind is AudienceKind.PUBLIC:
+            people = state.players
+            channels = {origin}
+        else:
+            people = envelope.audience.players
+            channels = set()
+        for person in people:
+            channels |= channels_of(person) | self._extra_channels.get(person, set())
+        return tuple(sorted(channels & _ROUTED))
+
+    async def publish_pending(self, game_id: str | None = None) -> int:
+        """Publish what the outbox holds, in order; returns how many were published."""
+        published = 0
+        while True:
+            batch = await self.store.unpublished(game_id=game_id)
+            if not batch:
+                return published
+            done = []
+            for item in batch:
+                for channel in item.channels:
+                    try:
+                        await self.bus.publish_event(item.envelope, channel)
+                    except Unroutable:
+                        log.warning("no %s subscriber for %s", channel, item.envelope.message_id)
+                done.append(item.id)
+            await self.store.mark_published(done)
+            published += len(done)
+
+
+#: Channels a gateway may subscribe to (the test channel for test subscribers).
+_ROUTED = {"telegram", "email", "test", "cli"}

@@ -1,0 +1,68 @@
+"""Database tables (SQLModel): games, the per-game event log, processed commands, players."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, Column, DateTime, Index, LargeBinary, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+class GameRow(SQLModel, table=True):
+    __tablename__ = "games"
+
+    id: str = Field(primary_key=True, max_length=200)
+    seed: int = Field(sa_column=Column(BigInteger, nullable=False))
+    version: int = 0  # the last event's seq
+    phase: str | None = Field(default=None, max_length=32)
+    phase_id: int = 0
+    deadline_at: datetime | None = Field(default=None, index=True, sa_type=DateTime(timezone=True))
+    timeout_seconds: int = 0
+    origin_channel: str = Field(default="test", max_length=32)
+    state: bytes | None = Field(default=None, sa_column=Column(LargeBinary))  # snapshot; the log is the truth
+    created_at: datetime = Field(sa_type=DateTime(timezone=True))
+    updated_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class EventRow(SQLModel, table=True):
+    """The event log and the outbox: ``published`` is false until the bus confirmed it."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        UniqueConstraint("game_id", "seq", name="uq_events_game_seq"),
+        Index("ix_events_unpublished", "published", "id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: str = Field(max_length=200, index=True)
+    seq: int | None = None  # None: a reply outside any game's stream (e.g. unknown game)
+    type: str = Field(max_length=64)
+    audience: str = Field(max_length=16)
+    channels: str = Field(default="", max_length=200)  # comma separated routing channels
+    body: str = Field(sa_column=Column(Text, nullable=False))  # the EventEnvelope as JSON
+    published: bool = False
+    created_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class ProcessedCommand(SQLModel, table=True):
+    __tablename__ = "processed_commands"
+
+    message_id: str = Field(primary_key=True, max_length=200)
+    game_id: str = Field(max_length=200, index=True)
+    outcome: str = Field(max_length=16)  # accepted, rejected, ignored
+    processed_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class PlayerRow(SQLModel, table=True):
+    """A person: reachable on Telegram, by email or both, with a preferred language."""
+
+    __tablename__ = "players"
+
+    id: str = Field(primary_key=True, max_length=200)
+    display_name: str | None = Field(default=None, max_length=64)
+    language: str = Field(default="en", max_length=8)
+    telegram_chat_id: int | None = Field(default=None, sa_column=Column(BigInteger, index=True))
+    email: str | None = Field(default=None, max_length=254, index=True)
+    time_zone: str | None = Field(default=None, max_length=64)
+    created_at: datetime = Field(sa_type=DateTime(timezone=True))
+    updated_at: datetime = Field(sa_type=DateTime(timezone=True))

@@ -1,0 +1,70 @@
+"""The bus interface shared by the in-process and RabbitMQ implementations."""
+
+from __future__ import annotations
+
+import re
+from typing import Awaitable, Callable, Protocol
+
+from shared.protocol import CommandEnvelope, EventEnvelope
+
+CommandHandler = Callable[[bytes], Awaitable[None]]
+EventHandler = Callable[[EventEnvelope], Awaitable[None]]
+
+
+class PoisonMessage(Exception):
+    """A message that can never be handled (malformed, unknown version): dead-letter it."""
+
+
+class Unroutable(Exception):
+    """An event was published that no queue is bound to receive."""
+
+
+class Bus(Protocol):
+    delivery_limit: int
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def send_command(self, envelope: CommandEnvelope) -> None: ...
+
+    async def send_raw_command(self, body: bytes) -> None:
+        """Put raw bytes on the command queue (tests of poison messages)."""
+
+    async def consume_commands(self, handler: CommandHandler, *, prefetch: int = 64) -> None:
+        """Start consuming; returns once the consumer is registered."""
+
+    async def publish_event(self, envelope: EventEnvelope, channel: str) -> None: ...
+
+    async def subscribe_events(self, name: str, pattern: str, handler: EventHandler) -> None:
+        """A durable subscription ``name`` receiving events whose key matches ``pattern``."""
+
+    async def dead_letters(self) -> list[bytes]:
+        """Drain and return the dead-lettered commands (for operators and tests)."""
+
+
+_WORD = re.compile(r"[^.]+")
+
+
+def routing_key(channel: str, audience_kind: str, game_id: str) -> str:
+    return f"{channel}.{audience_kind}.{_safe(game_id)}"
+
+
+def _safe(word: str) -> str:
+    return word.replace(".", "_")
+
+
+def topic_matches(pattern: str, key: str) -> bool:
+    """AMQP topic matching: ``*`` is exactly one word, ``#`` zero or more."""
+    return _match(pattern.split("."), key.split("."))
+
+
+def _match(p: list[str], k: list[str]) -> bool:
+    if not p:
+        return not k
+    head, rest = p[0], p[1:]
+    if head == "#":
+        return any(_match(rest, k[i:]) for i in range(len(k) + 1))
+    if not k:
+        return False
+    return (head == "*" or head == k[0]) and _match(rest, k[1:])

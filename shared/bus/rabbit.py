@@ -1,0 +1,341 @@
+"""The RabbitMQ bus: the same interface and semantics as ``InProcessBus``, over aio-pika.
+
+Topology (every name starts with ``prefix``, so tests can use their own and
+delete it all afterwards):
+
+- ``<prefix>.commands``: a direct exchange, and a durable quorum queue bound
+  to it with the routing key ``command``. The queue has single active
+  consumer on (a second engine instance waits instead of taking messages out
+  of order), a delivery limit and ``<prefix>.dlx`` as its dead-letter exchange.
+- ``<prefix>.events``: a durable topic exchange; every subscription is a
+  durable quorum queue ``<prefix>.events.<name>`` with the same delivery limit
+  and dead-letter exchange.
+- ``<prefix>.dlx``: a fanout exchange, and ``<prefix>.dead``: the durable queue
+  behind it, which ``dead_letters()`` drains.
+
+Every message is persistent JSON with its envelope's ``message_id``, published
+with publisher confirms and ``mandatory``: a message no queue takes raises
+``Unroutable`` instead of vanishing.
+
+``delivery_limit`` means what it means for ``InProcessBus``: the number of
+times a handler is tried before the message is dead-lettered. A quorum queue's
+``x-delivery-limit`` counts *re*-deliveries (RabbitMQ dead-letters a message
+once it has been returned more than ``x-delivery-limit`` times, i.e. after
+``x-delivery-limit + 1`` deliveries), so the queue is declared with
+``delivery_limit - 1``. Messages returned because a consumer's channel or
+connection closed count too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import aio_pika
+import aiormq
+from aio_pika.abc import (
+    AbstractChannel,
+    AbstractExchange,
+    AbstractIncomingMessage,
+    AbstractQueue,
+    AbstractRobustConnection,
+)
+from aio_pika.exceptions import AMQPError, ChannelInvalidStateError, DeliveryError, MessageProcessError, PublishError
+from pydantic import ValidationError
+
+from shared.protocol import CommandEnvelope, EventEnvelope
+
+from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
+
+log = logging.getLogger(__name__)
+
+COMMAND_ROUTING_KEY = "command"
+
+
+class RabbitBus:
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "avalon",
+        delivery_limit: int = 5,
+        event_prefetch: int = 64,
+        shutdown_grace: float = 5.0,
+    ) -> None:
+        if delivery_limit < 1:
+            raise ValueError("delivery_limit must be at least 1")
+        self.url = url
+        self.prefix = prefix
+        self.delivery_limit = delivery_limit
+        self.event_prefetch = event_prefetch
+        #: on close, how long in-flight handlers may still finish (and ack) before they are cancelled
+        self.shutdown_grace = shutdown_grace
+
+        self.commands_exchange_name = f"{prefix}.commands"
+        self.commands_queue_name = f"{prefix}.commands"
+        self.events_exchange_name = f"{prefix}.events"
+        self.dlx_name = f"{prefix}.dlx"
+        self.dead_queue_name = f"{prefix}.dead"
+
+        self._connection: AbstractRobustConnection | None = None
+        self._publish_channel: AbstractChannel | None = None
+        self._commands_exchange: AbstractExchange | None = None
+        self._events_exchange: AbstractExchange | None = None
+        self._dead_queue: AbstractQueue | None = None
+        self._event_channel: AbstractChannel | None = None
+        self._consume_channels: list[AbstractChannel] = []
+        self._consumers: list[tuple[AbstractQueue, str]] = []
+        self._inflight: set[asyncio.Task] = set()
+        self._subscriptions: set[str] = set()
+
+    # -- queue arguments ------------------------------------------------------------
+
+    def _quorum_arguments(self) -> dict[str, Any]:
+        return {
+            "x-queue-type": "quorum",
+            # RabbitMQ dead-letters after x-delivery-limit + 1 deliveries; see the module docstring
+            "x-delivery-limit": self.delivery_limit - 1,
+            "x-dead-letter-exchange": self.dlx_name,
+        }
+
+    def _command_queue_arguments(self) -> dict[str, Any]:
+        return {**self._quorum_arguments(), "x-single-active-consumer": True}
+
+    def event_queue_name(self, name: str) -> str:
+        return f"{self.prefix}.events.{name}"
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._connection is not None:
+            return
+        self._connection = await aio_pika.connect_robust(self.url)
+        try:
+            channel = await self._connection.channel(publisher_confirms=True, on_return_raises=True)
+            self._publish_channel = channel
+            dlx = await channel.declare_exchange(self.dlx_name, aio_pika.ExchangeType.FANOUT, durable=True)
+            self._dead_queue = await channel.declare_queue(self.dead_queue_name, durable=True)
+            await self._dead_queue.bind(dlx, routing_key="")
+            self._commands_exchange = await channel.declare_exchange(
+                self.commands_exchange_name, aio_pika.ExchangeType.DIRECT, durable=True,
+            )
+            commands = await channel.declare_queue(
+                self.commands_queue_name, durable=True, arguments=self._command_queue_arguments(),
+            )
+            await commands.bind(self._commands_exchange, routing_key=COMMAND_ROUTING_KEY)
+            self._events_exchange = await channel.declare_exchange(
+                self.events_exchange_name, aio_pika.ExchangeType.TOPIC, durable=True,
+            )
+        except BaseException:
+            await self._connection.close()
+            self._connection = None
+            raise
+
+    async def close(self) -> None:
+        if self._connection is None:
+            return
+        # 1. no new deliveries
+        for queue, tag in self._consumers:
+            try:
+                await queue.cancel(tag)
+            except Exception:  # the channel may be gone already; closing it below cancels too
+                log.warning("could not cancel consumer %s on %s", tag, queue.name, exc_info=True)
+        self._consumers.clear()
+        # 2. let the handlers in flight finish (and ack) for a while, then cancel them: a message
+        #    left unacked goes back to its queue when the channel closes
+        if self._inflight:
+            await asyncio.wait(set(self._inflight), timeout=self.shutdown_grace)
+        for task in list(self._inflight):
+            task.cancel()
+        await asyncio.gather(*self._inflight, return_exceptions=True)
+        self._inflight.clear()
+        # 3. channels, then the connection
+        channels = [*self._consume_channels, self._event_channel, self._publish_channel]
+        for channel in channels:
+            if channel is not None and not channel.is_closed:
+                try:
+                    await channel.close()
+                except Exception:
+                    log.warning("could not close a channel cleanly", exc_info=True)
+        self._consume_channels.clear()
+        self._event_channel = self._publish_channel = None
+        self._commands_exchange = self._events_exchange = self._dead_queue = None
+        connection, self._connection = self._connection, None
+        await connection.close()
+
+    async def __aenter__(self) -> "RabbitBus":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _require_started(self) -> AbstractRobustConnection:
+        if self._connection is None:
+            raise RuntimeError("RabbitBus is not started: await bus.start() first")
+        return self._connection
+
+    # -- publishing -------------------------------------------------------------------
+
+    async def _publish(self, exchange: AbstractExchange | None, key: str, body: bytes, message_id: str | None) -> None:
+        self._require_started()
+        assert exchange is not None
+        message = aio_pika.Message(
+            body,
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            content_type="application/json",
+            message_id=message_id,
+        )
+        try:
+            result = await exchange.publish(message, routing_key=key, mandatory=True)
+        except PublishError as e:  # basic.return: no queue is bound for this key
+            raise Unroutable(f"{exchange.name}/{key}: {e}") from e
+        except DeliveryError as e:  # basic.nack: the broker did not take it (e.g. a queue over its limit)
+            raise Unroutable(f"{exchange.name}/{key}: the broker refused the message: {e}") from e
+        if not isinstance(result, aiormq.spec.Basic.Ack):  # a return handed back instead of raised
+            raise Unroutable(f"{exchange.name}/{key}: {result!r}")
+
+    async def send_command(self, envelope: CommandEnvelope) -> None:
+        await self._publish(
+            self._commands_exchange, COMMAND_ROUTING_KEY, envelope.model_dump_json().encode(), envelope.message_id,
+        )
+
+    async def send_raw_command(self, body: bytes) -> None:
+        await self._publish(self._commands_exchange, COMMAND_ROUTING_KEY, body, _message_id_of(body))
+
+    async def publish_event(self, envelope: EventEnvelope, channel: str) -> None:
+        key = routing_key(channel, envelope.audience.kind.value, envelope.game_id)
+        await self._publish(self._events_exchange, key, envelope.model_dump_json().encode(), envelope.message_id)
+
+    # -- consuming ----------------------------------------------------------------------
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+
+    async def consume_commands(self, handler: CommandHandler, *, prefetch: int = 64) -> None:
+        connection = self._require_started()
+        channel = await connection.channel()
+        self._consume_channels.append(channel)
+        await channel.set_qos(prefetch_count=prefetch)  # the broker keeps at most `prefetch` unacked here
+        queue = await channel.declare_queue(
+            self.commands_queue_name, durable=True, arguments=self._command_queue_arguments(),
+        )
+
+        async def on_message(message: AbstractIncomingMessage) -> None:
+            # aio-pika runs this in a task per delivery, created in delivery order; starting the
+            # handler's task here, without awaiting anything first, keeps the arrival order. The
+            # handler serializes commands of one game itself.
+            self._spawn(self._handle_command(handler, message))
+
+        tag = await queue.consume(on_message)
+        self._consumers.append((queue, tag))
+
+    async def _handle_command(self, handler: CommandHandler, message: AbstractIncomingMessage) -> None:
+        try:
+            await handler(message.body)
+        except PoisonMessage as e:
+            log.warning("poison command %s dead-lettered: %s", message.message_id, e)
+            await _settle(message, message.reject(requeue=False))
+        except asyncio.CancelledError:
+            raise  # shutting down: left unacked, the broker delivers it again
+        except Exception:
+            log.exception("command handler failed (delivery count %s)", _delivery_count(message))
+            await _settle(message, message.reject(requeue=True))
+        else:
+            await _settle(message, message.ack())
+
+    async def subscribe_events(self, name: str, pattern: str, handler: EventHandler) -> None:
+        connection = self._require_started()
+        if self._event_channel is None:
+            self._event_channel = await connection.channel()
+            await self._event_channel.set_qos(prefetch_count=self.event_prefetch)
+        queue = await self._event_channel.declare_queue(
+            self.event_queue_name(name), durable=True, arguments=self._quorum_arguments(),
+        )
+        await queue.bind(self.events_exchange_name, routing_key=pattern)
+        self._subscriptions.add(name)
+        lock = asyncio.Lock()  # one subscription's events are handled one at a time, in arrival order
+
+        async def on_message(message: AbstractIncomingMessage) -> None:
+            self._spawn(self._handle_event(handler, message, lock))
+
+        tag = await queue.consume(on_message)
+        self._consumers.append((queue, tag))
+
+    async def _handle_event(self, handler: EventHandler, message: AbstractIncomingMessage, lock: asyncio.Lock) -> None:
+        async with lock:
+            try:
+                envelope = EventEnvelope.model_validate_json(message.body)
+            except ValidationError as e:
+                log.error("malformed event %s on %s dead-lettered: %s; body %r",
+                          message.message_id, message.routing_key, e, message.body[:500])
+                await _settle(message, message.reject(requeue=False))
+                return
+            try:
+                await handler(envelope)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("event handler failed (delivery count %s)", _delivery_count(message))
+                await _settle(message, message.reject(requeue=True))
+            else:
+                await _settle(message, message.ack())
+
+    # -- dead letters ---------------------------------------------------------------------
+
+    async def dead_letters(self) -> list[bytes]:
+        self._require_started()
+        assert self._dead_queue is not None
+        bodies: list[bytes] = []
+        while True:
+            message = await self._dead_queue.get(no_ack=False, fail=False)
+            if message is None:
+                return bodies
+            bodies.append(message.body)
+            await message.ack()
+
+    # -- tests ----------------------------------------------------------------------------
+
+    async def delete_everything(self, *subscriptions: str) -> None:
+        """Delete every queue and exchange under this prefix (tests). Works whether or not the bus is
+        started; event queues are known by the names this bus subscribed plus ``subscriptions``."""
+        queues = [self.commands_queue_name, self.dead_queue_name,
+                  *(self.event_queue_name(n) for n in sorted({*self._subscriptions, *subscriptions}))]
+        exchanges = [self.commands_exchange_name, self.events_exchange_name, self.dlx_name]
+        connection = await aio_pika.connect(self.url)
+        async with connection:
+            channel = await connection.channel()
+            for queue in queues:
+                # quorum queues refuse if_unused/if_empty (aio-pika's defaults) with a *connection* error
+                await channel.queue_delete(queue, if_unused=False, if_empty=False)
+            for exchange in exchanges:
+                await channel.exchange_delete(exchange, if_unused=False)
+
+
+async def _settle(message: AbstractIncomingMessage, action: Any) -> None:
+    """Ack or reject; if the delivery's channel is gone, the broker has requeued the message already."""
+    try:
+        await action
+    except (ChannelInvalidStateError, MessageProcessError, AMQPError, ConnectionError) as e:
+        log.warning("could not settle message %s (%r); the broker will deliver it again", message.message_id, e)
+
+
+def _delivery_count(message: AbstractIncomingMessage) -> Any:
+    return (message.headers or {}).get("x-delivery-count", 0)
+
+
+def _message_id_of(body: bytes) -> str | None:
+    """The envelope's message_id when the raw body is one; None for anything else."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    value = data.get("message_id") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
+
+
+__all__ = ["RabbitBus"]

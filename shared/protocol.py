@@ -1,0 +1,222 @@
+"""The message protocol: every command and event on the bus, versioned and typed.
+
+One source of truth: the bodies are generated from the rules core's own
+command and event dataclasses (plus a few service-level messages), so the
+protocol cannot drift from the engine. Two envelopes carry them:
+
+- ``CommandEnvelope``: a gateway (or the scheduler) asks the engine to act.
+  ``message_id`` makes handling idempotent; ``phase_id`` is the phase the
+  actor saw, so a stale button press is refused instead of applied later.
+- ``EventEnvelope``: the engine tells what happened, with its audience and a
+  per-game sequence number ``seq`` (one ordered stream per game).
+
+``avalon schema`` prints the JSON Schema of both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import typing
+import uuid
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from services.engine.rules import commands as core_commands
+from services.engine.rules import events as core_events
+from services.engine.rules.errors import Reason
+from services.engine.rules.events import AudienceKind
+from services.engine.rules.model import Phase
+
+PROTOCOL_VERSION = 1
+Channel = Literal["telegram", "email", "scheduler", "cli", "test"]
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _body_model(cls: type, skip: set[str], base: type[BaseModel] = Body) -> type[BaseModel]:
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {"type": (Literal[snake(cls.__name__)], snake(cls.__name__))}
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            default = Field(default_factory=f.default_factory)  # type: ignore[misc]
+        else:
+            default = ...
+        fields[f.name] = (hints[f.name], default)
+    model = create_model(cls.__name__, __base__=base, __doc__=cls.__doc__, **fields)
+    model.core = cls  # type: ignore[attr-defined]
+    return model
+
+
+# -- commands ---------------------------------------------------------------
+
+_CORE_COMMANDS = [
+    core_commands.CreateGame, core_commands.Join, core_commands.Leave, core_commands.ChangeOptions,
+    core_commands.StartGame, core_commands.CancelGame, core_commands.ProposeTeam, core_commands.CastVote,
+    core_commands.PlayCard, core_commands.UseExcalibur, core_commands.UseLady, core_commands.Confer,
+    core_commands.HandShot, core_commands.Accuse, core_commands.SpeakLastWord, core_commands.Assassinate,
+    core_commands.PhaseTimedOut,
+]
+# actor and phase_id travel in the envelope; the engine draws a game's seed itself
+COMMAND_MODELS: dict[str, type[BaseModel]] = {
+    snake(c.__name__): _body_model(c, {"actor", "phase_id", "seed", "game_id"}) for c in _CORE_COMMANDS
+}
+
+
+class RemindPhase(Body):
+    """From the scheduler: remind the players a phase's deadline is near."""
+
+    type: Literal["remind_phase"] = "remind_phase"
+    seconds_left: int
+
+
+class UpdateProfile(Body):
+    """A person's name, language and how to reach them (Telegram, email or both)."""
+
+    type: Literal["update_profile"] = "update_profile"
+    display_name: str | None = Field(default=None, max_length=64)
+    language: str | None = Field(default=None, pattern=r"^(en|fa|ru|vi|nl|fr)$")
+    telegram_chat_id: int | None = None
+    email: str | None = Field(default=None, max_length=254)
+    time_zone: str | None = Field(default=None, max_length=64)
+
+
+SERVICE_COMMANDS: dict[str, type[BaseModel]] = {"remind_phase": RemindPhase, "update_profile": UpdateProfile}
+ALL_COMMANDS = {**COMMAND_MODELS, **SERVICE_COMMANDS}
+
+CommandBody = Annotated[Union[tuple(ALL_COMMANDS.values())], Field(discriminator="type")]  # type: ignore[valid-type]
+
+
+class CommandEnvelope(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    v: Literal[1] = PROTOCOL_VERSION
+    message_id: str = Field(default_factory=lambda: str(uuid.uuid4()), min_length=1, max_length=200)
+    game_id: str = Field(min_length=1, max_length=200)
+    actor: str = Field(min_length=1, max_length=200)
+    channel: Channel = "test"
+    sent_at: datetime = Field(default_factory=utcnow)
+    phase_id: int | None = None
+    command: CommandBody
+
+
+# -- events ---------------------------------------------------------------------
+
+_CORE_EVENTS = [
+    cls for cls in vars(core_events).values()
+    if isinstance(cls, type) and issubclass(cls, core_events.Event) and cls is not core_events.Event
+]
+EVENT_MODELS: dict[str, type[BaseModel]] = {snake(c.__name__): _body_model(c, {"audience"}) for c in _CORE_EVENTS}
+#: Events the engine keeps for itself (the seed, the deal): persisted, never published.
+INTERNAL_EVENTS = frozenset(snake(c.__name__) for c in (core_events.GameCreated, core_events.Dealt,
+                                                         core_events.MissedCardsCounted))
+
+
+class CommandRejected(Body):
+    """To the actor alone: the command changed nothing, and why."""
+
+    type: Literal["command_rejected"] = "command_rejected"
+    command_type: str | None
+    reason: Reason | Literal["malformed", "unknown_game"]
+    params: dict[str, Any] = Field(default_factory=dict)
+    message: str
+
+
+class PhaseReminder(Body):
+    type: Literal["phase_reminder"] = "phase_reminder"
+    phase: Phase
+    phase_id: int
+    seconds_left: int
+    waiting_for: tuple[str, ...]
+
+
+class ProfileUpdated(Body):
+    type: Literal["profile_updated"] = "profile_updated"
+    player: str
+    display_name: str | None
+    language: str | None
+
+
+SERVICE_EVENTS: dict[str, type[BaseModel]] = {
+    "command_rejected": CommandRejected, "phase_reminder": PhaseReminder, "profile_updated": ProfileUpdated,
+}
+ALL_EVENTS = {**EVENT_MODELS, **SERVICE_EVENTS}
+EventBody = Annotated[Union[tuple(ALL_EVENTS.values())], Field(discriminator="type")]  # type: ignore[valid-type]
+
+
+class AudienceModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: AudienceKind
+    players: tuple[str, ...] = ()
+
+
+class EventEnvelope(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    v: Literal[1] = PROTOCOL_VERSION
+    message_id: str
+    game_id: str
+    seq: int  # per game, from 1, without gaps
+    occurred_at: datetime
+    audience: AudienceModel
+    caused_by: str | None = None  # the command's message_id
+    deadline_at: datetime | None = None  # with phase_opened: when the phase times out
+    event: EventBody
+
+
+# -- conversions ------------------------------------------------------------------
+
+def to_core_command(env: CommandEnvelope, seed: int = 0) -> core_commands.Command:
+    body = env.command
+    cls = body.core  # type: ignore[attr-defined]
+    data = {name: getattr(body, name) for name in type(body).model_fields if name != "type"}
+    data["actor"] = env.actor
+    if cls is core_commands.PhaseTimedOut:
+        data["phase_id"] = env.phase_id if env.phase_id is not None else -1
+    else:
+        data["phase_id"] = env.phase_id
+    if cls is core_commands.CreateGame:
+        data["game_id"] = env.game_id
+        data["seed"] = seed
+    return cls(**data)
+
+
+def event_body(event: core_events.Event) -> BaseModel:
+    model = EVENT_MODELS[snake(type(event).__name__)]
+    return model(**{name: getattr(event, name) for name in model.model_fields if name != "type"})
+
+
+def to_core_event(body: BaseModel) -> core_events.Event:
+    """Back from the wire (or the event log) to the core's event, for replay."""
+    cls = body.core  # type: ignore[attr-defined]
+    return cls(**{name: getattr(body, name) for name in type(body).model_fields if name != "type"})
+
+
+def audience_model(audience: core_events.Audience) -> AudienceModel:
+    return AudienceModel(kind=audience.kind, players=audience.players)
+
+
+def json_schema() -> dict[str, Any]:
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Avalon narrator message protocol",
+        "version": PROTOCOL_VERSION,
+        "command": CommandEnvelope.model_json_schema(),
+        "event": EventEnvelope.model_json_schema(),
+    }
