@@ -197,6 +197,16 @@ def to_core_command(env: CommandEnvelope, seed: int = 0) -> core_commands.Comman
     return cls(**data)
 
 
+def from_core_command(command: core_commands.Command, game_id: str, *, channel: str = "test",
+                      message_id: str | None = None) -> CommandEnvelope:
+    """A core command as a gateway would send it (the seed is the engine's to draw)."""
+    model = COMMAND_MODELS[snake(type(command).__name__)]
+    body = model(**{name: getattr(command, name) for name in model.model_fields if name != "type"})
+    extra = {"message_id": message_id} if message_id else {}
+    return CommandEnvelope(game_id=game_id, actor=command.actor, channel=channel, phase_id=command.phase_id,
+                           command=body, **extra)
+
+
 def event_body(event: core_events.Event) -> BaseModel:
     model = EVENT_MODELS[snake(type(event).__name__)]
     return model(**{name: getattr(event, name) for name in model.model_fields if name != "type"})

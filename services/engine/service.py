@@ -40,7 +40,7 @@ from .store import KEEP, Conflict, Duplicate, LoadedGame, Store
 
 log = logging.getLogger(__name__)
 
-CHANNEL_PREFIXES = {"tg": "telegram", "mail": "email"}
+CHANNEL_PREFIXES = {"tg": "telegram", "mail": "email", "test": "test"}
 
 
 def channels_of(player: str) -> set[str]:

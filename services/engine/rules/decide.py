@@ -69,10 +69,10 @@ def apply(state: GameState, command: cmd.Command) -> Accepted | Rejection:
     elif type(command) is not cmd.PhaseTimedOut:
         if phase in _OVER:
             return reject(Reason.GAME_OVER)
+        if command.phase_id is not None and command.phase_id != state.phase_id:
+            return reject(Reason.STALE_PHASE)  # a button from a phase that is over
         if command.kind not in ACCEPTS[phase]:
             return reject(Reason.WRONG_PHASE, phase=phase)
-        if command.phase_id is not None and command.phase_id != state.phase_id:
-            return reject(Reason.STALE_PHASE)
     if (type(command) is cmd.PhaseTimedOut) != (command.actor == cmd.SCHEDULER):
         return reject(Reason.NOT_YOUR_TURN)  # only the scheduler says a deadline passed, and only that
     tx = Tx(state)
