@@ -212,10 +212,13 @@ def event_body(event: core_events.Event) -> BaseModel:
     return model(**{name: getattr(event, name) for name in model.model_fields if name != "type"})
 
 
-def to_core_event(body: BaseModel) -> core_events.Event:
+def to_core_event(body: BaseModel, audience: "AudienceModel | None" = None) -> core_events.Event:
     """Back from the wire (or the event log) to the core's event, for replay."""
     cls = body.core  # type: ignore[attr-defined]
-    return cls(**{name: getattr(body, name) for name in type(body).model_fields if name != "type"})
+    data = {name: getattr(body, name) for name in type(body).model_fields if name != "type"}
+    if audience is not None:
+        data["audience"] = core_events.Audience(audience.kind, audience.players)
+    return cls(**data)
 
 
 def audience_model(audience: core_events.Audience) -> AudienceModel:

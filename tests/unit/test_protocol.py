@@ -1,0 +1,81 @@
+"""The message protocol: schemas, round trips, and the documentation kept in step."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from pydantic import ValidationError
+
+from shared.protocol import (
+    ALL_COMMANDS,
+    ALL_EVENTS,
+    INTERNAL_EVENTS,
+    CommandEnvelope,
+    EventEnvelope,
+    event_body,
+    from_core_command,
+    json_schema,
+    to_core_command,
+    to_core_event,
+)
+from services.engine.simulate import random_game
+from services.engine.rules import Options, ProposeTeam
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_avalon_schema_prints_valid_json_schema_for_every_message():
+    out = subprocess.run([sys.executable, "-m", "services.cli", "schema"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    schema = json.loads(out)
+    for part in ("command", "event"):
+        jsonschema.Draft202012Validator.check_schema(schema[part])
+    text = json.dumps(schema)
+    for name in list(ALL_COMMANDS) + list(ALL_EVENTS):
+        assert f'"{name}"' in text, f"{name} missing from the schema"
+
+
+def test_protocol_doc_lists_every_command_and_every_published_event_with_its_audience():
+    doc = (ROOT / "docs" / "protocol.md").read_text()
+    for name in ALL_COMMANDS:
+        assert f"`{name}`" in doc, f"command {name} is not documented"
+    for name in ALL_EVENTS:
+        if name not in INTERNAL_EVENTS:
+            assert f"`{name}`" in doc, f"event {name} is not documented"
+
+
+def test_every_event_of_a_whole_game_survives_the_wire_unchanged():
+    record = random_game(10, Options(lady=True, excalibur=True), seed=3, keep=True)
+    assert record.events
+    for event in record.events:
+        body = event_body(event)
+        wire = EventEnvelope(message_id="g:1", game_id="g", seq=1, occurred_at="2026-01-01T00:00:00Z",
+                             audience={"kind": event.audience.kind, "players": event.audience.players},
+                             event=body).model_dump_json()
+        back = EventEnvelope.model_validate_json(wire)
+        assert to_core_event(back.event, back.audience) == event
+
+
+def test_a_command_round_trips_through_json_to_the_same_core_command():
+    command = ProposeTeam(actor="tg:1", phase_id=4, team=("tg:1", "tg:2"), excalibur="tg:2")
+    envelope = from_core_command(command, "g1")
+    back = CommandEnvelope.model_validate_json(envelope.model_dump_json())
+    assert to_core_command(back) == command
+
+
+@pytest.mark.parametrize("bad", [
+    {"game_id": "g", "actor": "a", "command": {"type": "cast_vote"}},  # missing field
+    {"game_id": "g", "actor": "a", "command": {"type": "cast_vote", "approve": True, "x": 1}},  # unknown field
+    {"game_id": "g", "actor": "a", "command": {"type": "launch_missiles"}},
+    {"game_id": "", "actor": "a", "command": {"type": "join"}},
+    {"v": 2, "game_id": "g", "actor": "a", "command": {"type": "join"}},
+    {"game_id": "g", "actor": "a", "command": {"type": "play_card", "card": "maybe"}},
+])
+def test_malformed_commands_are_refused_by_the_schema(bad):
+    with pytest.raises(ValidationError):
+        CommandEnvelope.model_validate(bad)
