@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Card, CommandKind, Hammer, MissedRule, MissedVote, Phase, Team
+from .model import Card, CommandKind, Hammer, Lancelot, MissedRule, MissedVote, Phase, Team
 from .state import GameState
 from .tables import PROPOSALS_PER_QUEST, quest_size
 
@@ -63,6 +63,8 @@ def missed_rule(s: GameState, phase: Phase) -> MissedRule:
     if phase is Phase.VOTE:
         return MissedRule.VOTE_COUNTS_AS_REJECT if o.missed_vote is MissedVote.REJECT else MissedRule.VOTE_NOT_COUNTED
     if phase is Phase.QUEST:
+        if o.lancelot is Lancelot.V2:
+            return MissedRule.CARD_COUNTS_AS_SUCCESS_LANCELOT_FAILS
         return MissedRule.CARD_COUNTS_AS_SUCCESS
     if phase is Phase.EXCALIBUR:
         return MissedRule.EXCALIBUR_NOT_USED

@@ -137,6 +137,7 @@ class MissedRule(str, Enum):
     VOTE_COUNTS_AS_REJECT = "vote_counts_as_reject"
     VOTE_NOT_COUNTED = "vote_not_counted"
     CARD_COUNTS_AS_SUCCESS = "card_counts_as_success"
+    CARD_COUNTS_AS_SUCCESS_LANCELOT_FAILS = "card_counts_as_success_lancelot_fails"  # variant 2: an evil Lancelot must fail
     EXCALIBUR_NOT_USED = "excalibur_not_used"
     LADY_NOT_USED = "lady_not_used"
     SHOT_FORFEITED = "shot_forfeited"

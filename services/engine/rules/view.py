@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .knowledge import night_knowledge
 from .legal import Legal, legal_commands, pending_players
-from .model import Card, Conference, Knowledge, Phase, Role, Team, WinCause
+from .model import Card, Conference, Knowledge, MissedRule, Phase, Role, Team, WinCause
 from .options import Options
 from .state import GameState, QuestResult, VoteRecord
 from .tables import fails_needed, quest_size
@@ -47,6 +47,7 @@ class View:
     loyalty_schedule: tuple[bool, ...] | None  # Lancelot variant 2, public from the start
     accused: str | None
     timeout_seconds: int
+    missed_rule: MissedRule  # what a missed deadline does in the open phase
     winner: Team | None
     cause: WinCause | None
     # private to the viewer
@@ -99,6 +100,7 @@ def view(s: GameState, viewer: str | None) -> View:
         loyalty_schedule=s.lancelot_deck if s.options.lancelot.value == "2" and started else None,
         accused=names[s.accused] if s.accused >= 0 else None,
         timeout_seconds=s.timeout_seconds,
+        missed_rule=s.missed_rule,
         winner=s.winner,
         cause=s.cause,
     )
