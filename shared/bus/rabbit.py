@@ -36,10 +36,10 @@ from typing import Any
 import aio_pika
 import aiormq
 from aio_pika.abc import (
-    AbstractChannel,
     AbstractExchange,
     AbstractIncomingMessage,
     AbstractQueue,
+    AbstractRobustChannel,
     AbstractRobustConnection,
 )
 from aio_pika.exceptions import AMQPError, ChannelInvalidStateError, DeliveryError, MessageProcessError, PublishError
@@ -52,6 +52,7 @@ from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routi
 log = logging.getLogger(__name__)
 
 COMMAND_ROUTING_KEY = "command"
+_CLOSE_TIMEOUT = 5.0
 
 
 class RabbitBus:
@@ -63,6 +64,7 @@ class RabbitBus:
         delivery_limit: int = 5,
         event_prefetch: int = 64,
         shutdown_grace: float = 5.0,
+        publish_timeout: float = 30.0,
     ) -> None:
         if delivery_limit < 1:
             raise ValueError("delivery_limit must be at least 1")
@@ -72,6 +74,8 @@ class RabbitBus:
         self.event_prefetch = event_prefetch
         #: on close, how long in-flight handlers may still finish (and ack) before they are cancelled
         self.shutdown_grace = shutdown_grace
+        #: how long a publish may wait for a reconnection in progress, and then for the broker's confirm
+        self.publish_timeout = publish_timeout
 
         self.commands_exchange_name = f"{prefix}.commands"
         self.commands_queue_name = f"{prefix}.commands"
@@ -80,12 +84,12 @@ class RabbitBus:
         self.dead_queue_name = f"{prefix}.dead"
 
         self._connection: AbstractRobustConnection | None = None
-        self._publish_channel: AbstractChannel | None = None
+        self._publish_channel: AbstractRobustChannel | None = None
         self._commands_exchange: AbstractExchange | None = None
         self._events_exchange: AbstractExchange | None = None
         self._dead_queue: AbstractQueue | None = None
-        self._event_channel: AbstractChannel | None = None
-        self._consume_channels: list[AbstractChannel] = []
+        self._event_channel: AbstractRobustChannel | None = None
+        self._consume_channels: list[AbstractRobustChannel] = []
         self._consumers: list[tuple[AbstractQueue, str]] = []
         self._inflight: set[asyncio.Task] = set()
         self._subscriptions: set[str] = set()
@@ -136,10 +140,13 @@ class RabbitBus:
     async def close(self) -> None:
         if self._connection is None:
             return
+        # while the robust connection is reconnecting, every channel operation would wait for it:
+        # then skip straight to closing the connection (the broker has dropped the consumers already)
+        connected = self._connection.connected.is_set()  # type: ignore[attr-defined]
         # 1. no new deliveries
-        for queue, tag in self._consumers:
+        for queue, tag in self._consumers if connected else ():
             try:
-                await queue.cancel(tag)
+                await asyncio.wait_for(queue.cancel(tag), _CLOSE_TIMEOUT)
             except Exception:  # the channel may be gone already; closing it below cancels too
                 log.warning("could not cancel consumer %s on %s", tag, queue.name, exc_info=True)
         self._consumers.clear()
@@ -152,11 +159,12 @@ class RabbitBus:
         await asyncio.gather(*self._inflight, return_exceptions=True)
         self._inflight.clear()
         # 3. channels, then the connection
-        channels = [*self._consume_channels, self._event_channel, self._publish_channel]
+        connected = connected and self._connection.connected.is_set()  # type: ignore[attr-defined]
+        channels = [*self._consume_channels, self._event_channel, self._publish_channel] if connected else []
         for channel in channels:
             if channel is not None and not channel.is_closed:
                 try:
-                    await channel.close()
+                    await asyncio.wait_for(channel.close(), _CLOSE_TIMEOUT)
                 except Exception:
                     log.warning("could not close a channel cleanly", exc_info=True)
         self._consume_channels.clear()
@@ -181,7 +189,11 @@ class RabbitBus:
 
     async def _publish(self, exchange: AbstractExchange | None, key: str, body: bytes, message_id: str | None) -> None:
         self._require_started()
-        assert exchange is not None
+        assert exchange is not None and self._publish_channel is not None
+        # while the robust connection reconnects, wait for it (and this channel's restored topology)
+        # instead of failing at once; a publish that was in flight when the connection dropped
+        # still fails: retrying it is the caller's call (it may duplicate, message_id dedupes)
+        await asyncio.wait_for(self._publish_channel.ready(), self.publish_timeout)
         message = aio_pika.Message(
             body,
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
@@ -189,7 +201,7 @@ class RabbitBus:
             message_id=message_id,
         )
         try:
-            result = await exchange.publish(message, routing_key=key, mandatory=True)
+            result = await exchange.publish(message, routing_key=key, mandatory=True, timeout=self.publish_timeout)
         except PublishError as e:  # basic.return: no queue is bound for this key
             raise Unroutable(f"{exchange.name}/{key}: {e}") from e
         except DeliveryError as e:  # basic.nack: the broker did not take it (e.g. a queue over its limit)

@@ -1,0 +1,449 @@
+"""The bus against a real RabbitMQ, and the same semantics on the in-process bus.
+
+The tests parametrized over ``bus``/``make_bus`` run on both implementations;
+the ones using ``rabbit_bus``/``make_rabbit_bus`` are about RabbitMQ alone
+(connections, persistence, prefetch, single active consumer). A lost network
+is simulated with a TCP proxy the test cuts, so it works with any broker
+(local, container, CI service) and needs no broker-side tooling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Callable
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import aio_pika
+import pytest
+
+from shared.bus import PoisonMessage, Unroutable
+from shared.protocol import AudienceModel, CommandEnvelope, CommandRejected, EventEnvelope, utcnow
+from services.engine.rules.events import AudienceKind
+
+TIMEOUT = 10.0
+
+
+# -- helpers --------------------------------------------------------------------------
+
+def command(text: str = "hello", game_id: str = "g1") -> CommandEnvelope:
+    return CommandEnvelope(game_id=game_id, actor="alice", phase_id=3, command={"type": "confer", "text": text})
+
+
+def event(game_id: str = "g1", kind: AudienceKind = AudienceKind.PUBLIC, seq: int = 1) -> EventEnvelope:
+    return EventEnvelope(
+        message_id=str(uuid.uuid4()), game_id=game_id, seq=seq, occurred_at=utcnow(),
+        audience=AudienceModel(kind=kind, players=("alice",) if kind is AudienceKind.PLAYERS else ()),
+        event=CommandRejected(command_type="join", reason="malformed", message="nope"),
+    )
+
+
+async def eventually(check: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting until {what}")
+        await asyncio.sleep(0.02)
+
+
+async def dead_letters(bus, count: int, timeout: float = TIMEOUT) -> list[bytes]:
+    """Drain the dead letters until ``count`` have arrived (RabbitMQ dead-letters asynchronously)."""
+    dead: list[bytes] = []
+    deadline = asyncio.get_running_loop().time() + timeout
+    while len(dead) < count:
+        dead += await bus.dead_letters()
+        if len(dead) >= count:
+            break
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"expected {count} dead letters, got {dead!r}")
+        await asyncio.sleep(0.02)
+    return dead
+
+
+async def quiet(seconds: float = 0.3) -> None:
+    """Give a wrong extra delivery time to show up before asserting it did not."""
+    await asyncio.sleep(seconds)
+
+
+# -- semantics both implementations keep ------------------------------------------------
+
+async def test_a_command_round_trips_with_its_content_intact(bus):
+    sent = command("naïve 👋 سلام \"quoted\" \\ back")
+    received: list[bytes] = []
+
+    async def handler(body: bytes) -> None:
+        received.append(body)
+
+    await bus.consume_commands(handler)
+    await bus.send_command(sent)
+    await eventually(lambda: received, "the command arrives")
+
+    assert isinstance(received[0], bytes)
+    assert CommandEnvelope.model_validate_json(received[0]) == sent
+    await quiet(0.1)
+    assert len(received) == 1  # acked: not delivered again
+
+
+async def test_commands_are_delivered_in_the_order_sent(bus):
+    sent = [command(f"#{i}", game_id=f"g{i % 3}") for i in range(60)]
+    started: list[str] = []
+    done: list[str] = []
+
+    async def handler(body: bytes) -> None:
+        envelope = CommandEnvelope.model_validate_json(body)
+        started.append(envelope.message_id)  # before any await: the order handling starts in
+        await asyncio.sleep(0.001 * (hash(envelope.message_id) % 5))
+        done.append(envelope.message_id)
+
+    await bus.consume_commands(handler)
+    for envelope in sent:
+        await bus.send_command(envelope)
+    await eventually(lambda: len(done) == len(sent), "every command is handled")
+
+    assert started == [e.message_id for e in sent]
+
+
+async def test_a_handler_raising_poison_message_dead_letters_it_and_the_next_valid_command_is_still_handled(bus):
+    poison, valid = command("poison"), command("valid")
+    calls: list[str] = []
+
+    async def handler(body: bytes) -> None:
+        envelope = CommandEnvelope.model_validate_json(body)
+        calls.append(envelope.command.text)
+        if envelope.command.text == "poison":
+            raise PoisonMessage("never handleable")
+
+    await bus.consume_commands(handler)
+    await bus.send_command(poison)
+    await bus.send_command(valid)
+    await eventually(lambda: "valid" in calls, "the valid command is handled")
+
+    dead = await dead_letters(bus, 1)
+    assert [CommandEnvelope.model_validate_json(b) for b in dead] == [poison]
+    await quiet()
+    assert calls == ["poison", "valid"]  # dead-lettered at once: tried exactly once
+    assert await bus.dead_letters() == []
+
+
+async def test_a_handler_that_always_fails_dead_letters_the_message_after_delivery_limit_attempts_and_the_next_command_is_served(make_bus):  # noqa: E501
+    bus = await make_bus(delivery_limit=2)
+    failing, fine = command("always fails"), command("fine")
+    attempts: dict[str, int] = {}
+
+    async def handler(body: bytes) -> None:
+        text = CommandEnvelope.model_validate_json(body).command.text
+        attempts[text] = attempts.get(text, 0) + 1
+        if text == "always fails":
+            raise RuntimeError("transient, forever")
+
+    await bus.consume_commands(handler)
+    await bus.send_command(failing)
+    await bus.send_command(fine)
+
+    dead = await dead_letters(bus, 1)
+    assert [CommandEnvelope.model_validate_json(b) for b in dead] == [failing]
+    await eventually(lambda: attempts.get("fine") == 1, "the next command is served")
+    await quiet()
+    assert attempts == {"always fails": 2, "fine": 1}
+    assert await bus.dead_letters() == []
+
+
+async def test_garbage_bytes_sent_raw_reach_the_handler_as_bytes(bus):
+    garbage = b"\x00\xff{not json at all"
+    received: list[bytes] = []
+
+    async def handler(body: bytes) -> None:
+        received.append(body)
+        try:
+            CommandEnvelope.model_validate_json(body)
+        except ValueError as e:
+            raise PoisonMessage("malformed") from e  # the handler decides it is poison
+
+    await bus.consume_commands(handler)
+    await bus.send_raw_command(garbage)
+
+    assert await dead_letters(bus, 1) == [garbage]
+    assert received == [garbage]
+    assert type(received[0]) is bytes
+
+
+async def test_publishing_an_event_with_no_bound_queue_raises_unroutable(bus):
+    with pytest.raises(Unroutable):
+        await bus.publish_event(event(), "telegram")
+
+
+async def test_publishing_an_event_no_subscribers_pattern_matches_raises_unroutable(bus):
+    async def handler(envelope: EventEnvelope) -> None: ...
+
+    await bus.subscribe_events("telegram", "telegram.#", handler)
+    await bus.publish_event(event(), "telegram")
+    with pytest.raises(Unroutable):
+        await bus.publish_event(event(), "email")
+
+
+async def test_events_reach_only_subscribers_whose_pattern_matches(bus):
+    telegram: list[EventEnvelope] = []
+    email: list[EventEnvelope] = []
+    players: list[EventEnvelope] = []
+
+    def to(inbox: list[EventEnvelope]):
+        async def handler(envelope: EventEnvelope) -> None:
+            inbox.append(envelope)
+        return handler
+
+    await bus.subscribe_events("telegram", "telegram.#", to(telegram))
+    await bus.subscribe_events("email", "email.#", to(email))
+    await bus.subscribe_events("players-anywhere", "*.players.*", to(players))
+    for_telegram = event("g1", AudienceKind.PUBLIC, 1)
+    for_email = event("g.2", AudienceKind.PLAYERS, 2)  # a dot in the game id stays one word
+    await bus.publish_event(for_telegram, "telegram")
+    await bus.publish_event(for_email, "email")
+    await eventually(lambda: telegram and email and players, "every subscriber has its event")
+
+    await quiet(0.1)
+    assert telegram == [for_telegram]
+    assert email == [for_email]
+    assert players == [for_email]
+
+
+async def test_an_event_whose_handler_fails_is_delivered_again(bus):
+    published = event()
+    calls: list[EventEnvelope] = []
+
+    async def flaky(envelope: EventEnvelope) -> None:
+        calls.append(envelope)
+        if len(calls) == 1:
+            raise RuntimeError("transient")
+
+    await bus.subscribe_events("flaky", "#", flaky)
+    await bus.publish_event(published, "telegram")
+    await eventually(lambda: len(calls) == 2, "the event is delivered again")
+    await quiet()
+    assert calls == [published, published]
+
+
+# -- RabbitMQ only -------------------------------------------------------------------------
+
+async def test_a_message_unacked_when_the_consumers_connection_dies_is_redelivered_to_a_new_consumer(make_rabbit_bus):
+    first = await make_rabbit_bus(shutdown_grace=0.05)
+    sent = command("in flight")
+    picked_up = asyncio.Event()
+
+    async def stuck(body: bytes) -> None:
+        picked_up.set()
+        await asyncio.Event().wait()  # never returns: never acked
+
+    await first.consume_commands(stuck)
+    await first.send_command(sent)
+    await asyncio.wait_for(picked_up.wait(), TIMEOUT)
+    await first.close()
+
+    second = await make_rabbit_bus()
+    received: list[bytes] = []
+
+    async def handler(body: bytes) -> None:
+        received.append(body)
+
+    await second.consume_commands(handler)
+    await eventually(lambda: received, "the message is delivered again")
+    assert CommandEnvelope.model_validate_json(received[0]) == sent
+    assert await second.dead_letters() == []
+
+
+async def test_a_second_consumer_waits_while_the_first_is_active_then_takes_over(make_rabbit_bus):
+    first, second = await make_rabbit_bus(shutdown_grace=0.5), await make_rabbit_bus()
+    by_first: list[str] = []
+    by_second: list[str] = []
+
+    def into(seen: list[str]):
+        async def handler(body: bytes) -> None:
+            seen.append(CommandEnvelope.model_validate_json(body).command.text)
+        return handler
+
+    await first.consume_commands(into(by_first))
+    await second.consume_commands(into(by_second))
+    for i in range(10):
+        await first.send_command(command(f"a{i}"))
+    await eventually(lambda: len(by_first) == 10, "the active consumer has them all")
+    assert by_second == []
+
+    await first.close()
+    for i in range(3):
+        await second.send_command(command(f"b{i}"))
+    await eventually(lambda: len(by_second) == 3, "the waiting consumer takes over")
+    assert by_second == ["b0", "b1", "b2"]
+
+
+async def test_at_most_prefetch_commands_are_handled_at_once_and_they_start_in_arrival_order(rabbit_bus):
+    release = asyncio.Event()
+    running = 0
+    most = 0
+    started: list[str] = []
+
+    async def handler(body: bytes) -> None:
+        nonlocal running, most
+        started.append(CommandEnvelope.model_validate_json(body).command.text)
+        running += 1
+        most = max(most, running)
+        try:
+            await release.wait()
+        finally:
+            running -= 1
+
+    await rabbit_bus.consume_commands(handler, prefetch=3)
+    for i in range(8):
+        await rabbit_bus.send_command(command(f"#{i}"))
+    await eventually(lambda: len(started) == 3, "prefetch-many handlers run")
+    await quiet(0.2)
+    assert most == 3 and started == ["#0", "#1", "#2"]  # in flight at once, not one by one
+
+    release.set()
+    await eventually(lambda: len(started) == 8 and running == 0, "the rest are handled")
+    assert started == [f"#{i}" for i in range(8)]
+    assert most == 3
+
+
+async def test_every_message_is_persistent_json_with_its_envelopes_message_id(rabbit_bus, amqp_url):
+    sent, published = command(), event()
+    async with await aio_pika.connect(amqp_url) as connection:
+        channel = await connection.channel()
+        tap = await channel.declare_queue(exclusive=True)  # server-named, gone with the connection
+        await tap.bind(rabbit_bus.events_exchange_name, routing_key="#")
+        await rabbit_bus.send_command(sent)
+        await rabbit_bus.publish_event(published, "email")
+
+        # basic.get is refused on a quorum queue with single active consumer: consume instead
+        commands = await channel.get_queue(rabbit_bus.commands_queue_name, ensure=False)
+        taken: asyncio.Queue[aio_pika.abc.AbstractIncomingMessage] = asyncio.Queue()
+        await commands.consume(taken.put)
+        messages = [await asyncio.wait_for(taken.get(), TIMEOUT), await _get(tap)]
+        for message, envelope in zip(messages, [sent, published]):
+            assert message.delivery_mode == aio_pika.DeliveryMode.PERSISTENT
+            assert message.content_type == "application/json"
+            assert message.message_id == envelope.message_id
+            assert message.body == envelope.model_dump_json().encode()
+        assert messages[1].routing_key == "email.public.g1"
+        for message in messages:
+            await message.ack()
+
+
+async def _get(queue) -> aio_pika.abc.AbstractIncomingMessage:
+    deadline = asyncio.get_running_loop().time() + TIMEOUT
+    while (message := await queue.get(fail=False)) is None:
+        assert asyncio.get_running_loop().time() < deadline, f"nothing arrived on {queue.name}"
+        await asyncio.sleep(0.02)
+    return message
+
+
+async def test_an_event_that_does_not_parse_is_dead_lettered_without_reaching_the_handler(rabbit_bus, amqp_url):
+    handled: list[EventEnvelope] = []
+
+    async def handler(envelope: EventEnvelope) -> None:
+        handled.append(envelope)
+
+    await rabbit_bus.subscribe_events("telegram", "telegram.#", handler)
+    async with await aio_pika.connect(amqp_url) as connection:
+        channel = await connection.channel()
+        exchange = await channel.get_exchange(rabbit_bus.events_exchange_name, ensure=False)
+        await exchange.publish(aio_pika.Message(b'{"v": 1, "what": "no"}'), routing_key="telegram.public.g1")
+    good = event()
+    await rabbit_bus.publish_event(good, "telegram")
+
+    assert await dead_letters(rabbit_bus, 1) == [b'{"v": 1, "what": "no"}']
+    await eventually(lambda: handled, "the next event is handled")
+    assert handled == [good]
+
+
+async def test_a_command_no_queue_takes_raises_unroutable(rabbit_bus, amqp_url):
+    async with await aio_pika.connect(amqp_url) as connection:
+        channel = await connection.channel()
+        await channel.queue_delete(rabbit_bus.commands_queue_name, if_unused=False, if_empty=False)
+    with pytest.raises(Unroutable):
+        await rabbit_bus.send_command(command())
+
+
+class Proxy:
+    """A TCP proxy to the broker whose connections the test can cut, like a network failure."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.url = url
+        self.target = (parts.hostname or "127.0.0.1", parts.port or 5672)
+        self.links: set[asyncio.StreamWriter] = set()
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> "Proxy":
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    def url_through(self, **query: object) -> str:
+        port = self.server.sockets[0].getsockname()[1]
+        parts = urlsplit(self.url)
+        auth = parts.netloc.rpartition("@")[0]
+        netloc = (auth + "@" if auth else "") + f"127.0.0.1:{port}"
+        return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query)))
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+        self.links |= {writer, up_writer}
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                sink.transport.abort()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        self.links -= {writer, up_writer}
+
+    def cut(self) -> None:
+        """Drop every connection through the proxy at once, both ways (no AMQP close handshake)."""
+        for link in list(self.links):
+            link.transport.abort()
+        self.links.clear()
+
+    async def close(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        self.cut()
+
+
+@pytest.fixture
+async def proxy(amqp_url):
+    proxy = await Proxy(amqp_url).start()
+    yield proxy
+    await proxy.close()
+
+
+async def test_after_the_connection_drops_mid_handler_the_bus_reconnects_gets_the_message_again_and_carries_on(
+    proxy, make_rabbit_bus,
+):
+    bus = await make_rabbit_bus(via=proxy.url_through(reconnect_interval=0.1))
+    first_try = asyncio.Event()
+    let_go = asyncio.Event()
+    handled: list[str] = []
+
+    async def handler(body: bytes) -> None:
+        text = CommandEnvelope.model_validate_json(body).command.text
+        if text == "in flight" and not first_try.is_set():
+            first_try.set()
+            await let_go.wait()  # still running when its connection dies; its ack then goes nowhere
+        handled.append(text)
+
+    await bus.consume_commands(handler)
+    await bus.send_command(command("in flight"))
+    await asyncio.wait_for(first_try.wait(), TIMEOUT)
+
+    proxy.cut()
+    await eventually(lambda: handled == ["in flight"], "the unacked command is delivered again after reconnecting")
+    let_go.set()  # the first attempt finishes; acking on the dead channel is only logged
+    await bus.send_command(command("after"))  # publishing works again too
+    await eventually(lambda: handled[-1:] == ["after"], "a command sent after reconnecting is handled")
+    await quiet()
+    assert sorted(handled) == ["after", "in flight", "in flight"]
+    assert await bus.dead_letters() == []
+    await bus.close()
