@@ -1,0 +1,82 @@
+"""Sample events covering every event kind, from real seeded games, for the narration tests."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+from shared.protocol import (
+    INTERNAL_EVENTS,
+    CommandRejected,
+    EventEnvelope,
+    PhaseReminder,
+    ProfileUpdated,
+    audience_model,
+    event_body,
+)
+from services.engine.rules import Lancelot, Options, Phase, Reason
+from services.engine.rules import events as ev
+from services.engine.simulate import random_game
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+
+GAMES = [
+    (7, replace(Options(), lady=True, excalibur=True, lancelot=Lancelot.V1, last_word=True,
+                assassin_may_delegate=True), 0.15),
+    (8, replace(Options.preset_defaults("forum"), lady=True, lancelot=Lancelot.V2, anonymous_votes=True), 0.2),
+    (6, replace(Options.preset_defaults("online"), excalibur=True, lancelot=Lancelot.V3), 0.1),
+]
+
+SAMPLE_PARAMS = {
+    "phase": Phase.VOTE, "max": 10, "min": 5, "count": 4, "option": "max_players", "problem": "between 5 and 10",
+    "role": "loyal_servant", "seats": 2, "wanted": 3, "quest": 2, "size": 3, "picked": 2, "player": "tg:9",
+    "card": "fail", "allowed": "success",
+}
+
+
+def envelope(event_body_model, audience, seq: int, deadline: bool = False) -> EventEnvelope:
+    return EventEnvelope(message_id=f"g1:{seq}", game_id="g1", seq=seq, occurred_at=NOW,
+                         audience=audience, event=event_body_model,
+                         deadline_at=NOW + timedelta(seconds=getattr(event_body_model, "timeout_seconds", 0))
+                         if deadline else None)
+
+
+def game_envelopes(players: int, options: Options, timeout_rate: float, seed: int) -> list[EventEnvelope]:
+    record = random_game(players, options, seed, timeout_rate=timeout_rate, keep=True)
+    out = []
+    for i, event in enumerate(record.events, 1):
+        body = event_body(event)
+        if body.type in INTERNAL_EVENTS:
+            continue
+        out.append(envelope(body, audience_model(event.audience), i, deadline=body.type == "phase_opened"))
+    return out
+
+
+def service_envelopes() -> list[EventEnvelope]:
+    public = audience_model(ev.PUBLIC)
+    private = audience_model(ev.Audience.to("p1"))
+    out = [envelope(PhaseReminder(phase=Phase.VOTE, phase_id=3, seconds_left=90, waiting_for=("p2", "p3")),
+                    public, 900),
+           envelope(ProfileUpdated(player="p1", display_name="Ann", language="en"), private, 901),
+           envelope(event_body(ev.PlayerLeft(player="p4")), public, 902),
+           envelope(event_body(ev.OptionsChanged(options=GAMES[1][1])), public, 903),
+           envelope(event_body(ev.GameCancelled(by="p1")), public, 904)]
+    for i, reason in enumerate(list(Reason) + ["malformed", "unknown_game"]):
+        params = {k: v for k, v in SAMPLE_PARAMS.items()}
+        out.append(envelope(CommandRejected(command_type="cast_vote", reason=reason, params=params,
+                                            message="..."), private, 1000 + i))
+    return out
+
+
+def all_samples() -> dict[str, list[EventEnvelope]]:
+    """Every published event kind -> sample envelopes (several seeds until all kinds appear)."""
+    found: dict[str, list[EventEnvelope]] = {}
+    for envelope_ in service_envelopes():
+        found.setdefault(envelope_.event.type, []).append(envelope_)
+    for seed in range(40):
+        for players, options, rate in GAMES:
+            for envelope_ in game_envelopes(players, options, rate, seed):
+                bucket = found.setdefault(envelope_.event.type, [])
+                if len(bucket) < 6:
+                    bucket.append(envelope_)
+    return found

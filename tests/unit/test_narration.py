@@ -1,0 +1,141 @@
+"""Narration: every event kind, channel and locale renders, in the locale's own words."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from functools import lru_cache
+
+import pytest
+
+from shared.narration.render import (
+    CHANNELS,
+    FSI,
+    LOCALES,
+    PDI,
+    ROOT,
+    Context,
+    Narrator,
+    Recipient,
+    glossary,
+)
+from shared.protocol import ALL_EVENTS, INTERNAL_EVENTS
+from services.engine.rules import Reason
+
+from .narration_samples import all_samples
+
+PUBLISHED = sorted(set(ALL_EVENTS) - INTERNAL_EVENTS)
+NAMES = {f"p{i}": f"Name{i}" for i in range(1, 13)}
+narrator = Narrator()
+
+
+@lru_cache(maxsize=1)
+def samples():
+    return all_samples()
+
+
+def render(locale, envelope, channel, player=None):
+    who = player if player is not None else (None if envelope.audience.kind.value == "public"
+                                             else envelope.audience.players[0])
+    return narrator.render_in(locale, envelope, Recipient(who, (locale,), "Europe/Amsterdam"), channel,
+                              Context(NAMES))
+
+
+def test_sample_games_cover_every_published_event_kind():
+    assert sorted(samples()) == PUBLISHED
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_every_event_kind_has_a_template_in_every_channel_and_locale(locale, channel):
+    missing = [k for k in PUBLISHED if not (ROOT / locale / channel / f"{k}.html").exists()]
+    assert missing == []
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_every_sample_event_renders_with_strict_undefined(locale, channel):
+    for kind, envelopes in samples().items():
+        for envelope in envelopes:
+            out = render(locale, envelope, channel)
+            assert out.text.strip(), f"{locale}/{channel}/{kind} rendered nothing"
+            assert "{{" not in out.text and "{%" not in out.text
+
+
+@pytest.mark.parametrize("locale", [loc for loc in LOCALES if loc != "en"])
+def test_no_template_in_another_locale_is_left_in_english(locale):
+    """Compare each rendering with the English one, names and numbers removed."""
+    def words(text):
+        text = re.sub(r"Name\d+|\d+|[^\w\s]", " ", text)
+        return " ".join(text.split()).lower()
+    same = []
+    for kind, envelopes in samples().items():
+        envelope = envelopes[0]
+        english, other = render("en", envelope, "telegram").text, render(locale, envelope, "telegram").text
+        if words(english) and words(english) == words(other):
+            same.append(kind)
+    assert same == []
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_every_rejection_reason_has_a_sentence(locale):
+    sentences = tomllib.loads((ROOT / locale / "reasons.toml").read_text(encoding="utf-8"))
+    assert set(sentences) == {r.value for r in Reason} | {"malformed", "unknown_game"}
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_every_glossary_has_the_same_terms_as_the_english_one(locale):
+    def keys(d, prefix=""):
+        out = set()
+        for k, v in d.items():
+            out |= keys(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k}
+        return out
+    en = keys(glossary("en"))
+    other = keys(glossary(locale))
+    # plural tables may have the locale's own forms (ru: one/few/many); everything else must match
+    strip = lambda ks: {k for k in ks if not re.search(r"\.(one|few|many|two|zero)$", k)}  # noqa: E731
+    assert strip(other) == strip(en)
+
+
+def test_names_are_escaped_for_html():
+    envelope = samples()["player_joined"][0]
+    out = narrator.render_in("en", envelope, Recipient(None, ("en",)), "telegram",
+                             Context({envelope.event.player: "<b>Eve</b> & co"}))
+    assert "&lt;b&gt;Eve&lt;/b&gt; &amp; co" in out.html
+    assert "<b>Eve</b> & co" in out.text
+
+
+def test_latin_names_inside_persian_text_are_isolated():
+    envelope = samples()["player_joined"][0]
+    out = narrator.render_in("fa", envelope, Recipient(None, ("fa",)), "telegram",
+                             Context({envelope.event.player: "John"}))
+    assert f"{FSI}John{PDI}" in out.html
+
+
+def test_persian_email_html_is_right_to_left():
+    envelope = samples()["player_joined"][0]
+    out = narrator.render_in("fa", envelope, Recipient(None, ("fa",)), "email", Context(NAMES))
+    assert 'dir="rtl"' in out.email_html and out.rtl
+
+
+def test_the_language_falls_back_from_the_player_to_the_group_to_english():
+    envelope = samples()["player_joined"][0]
+    assert narrator.render(envelope, Recipient(None, ("xx", "ru")), "telegram", Context(NAMES)).locale == "ru"
+    assert narrator.render(envelope, Recipient(None, ("xx", "yy")), "telegram", Context(NAMES)).locale == "en"
+
+
+def test_russian_fail_counts_use_three_plural_forms():
+    forms = glossary("ru")["fail_cards"]
+    assert {"one", "few", "many"} <= set(forms)
+    quest = next(e for e in samples()["quest_resolved"])
+    for fails, expected in ((1, forms["one"]), (2, forms["few"]), (5, forms["many"])):
+        body = quest.event.model_copy(update={"fails": fails})
+        text = render("ru", quest.model_copy(update={"event": body}), "telegram").text
+        assert f"{fails} {expected}" in text
+
+
+def test_a_deadline_is_shown_in_the_recipients_time_zone():
+    opened = next(e for e in samples()["phase_opened"] if e.deadline_at)
+    paris = narrator.render_in("en", opened, Recipient(None, ("en",), "Europe/Paris"), "telegram", Context(NAMES))
+    tokyo = narrator.render_in("en", opened, Recipient(None, ("en",), "Asia/Tokyo"), "telegram", Context(NAMES))
+    assert paris.text != tokyo.text
