@@ -154,6 +154,8 @@ class PhaseOpened(Event):
     quest: int
     leader: str
     vote_track: int
+    team_size: int  # the quest's team size (fail threshold: ``fails_needed``)
+    fails_needed: int
     actors: tuple[str, ...]  # who the phase waits for (empty where that is secret)
     timeout_seconds: int
     missed_rule: MissedRule

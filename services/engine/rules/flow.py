@@ -11,7 +11,7 @@ from .evolve import apply_in_place
 from .legal import actors, missed_rule
 from .model import Conference, Lancelot, LadyTiming, Phase, Team, WinCause
 from .state import GameState
-from .tables import LANCELOT_DRAW_QUESTS, QUESTS_TO_WIN
+from .tables import LANCELOT_DRAW_QUESTS, QUESTS_TO_WIN, fails_needed, quest_size
 
 
 class Tx:
@@ -43,6 +43,8 @@ def open_phase(tx: Tx, phase: Phase, leader: int | None = None) -> None:
         quest=s.quest,
         leader=tx.name(leader),
         vote_track=s.vote_track,
+        team_size=quest_size(len(s.players), s.quest),
+        fails_needed=fails_needed(len(s.players), s.quest),
         actors=() if secret else tx.names(actors(s, phase, leader)),
         timeout_seconds=s.options.timers.for_phase(phase) or 0,
         missed_rule=missed_rule(s, phase),
