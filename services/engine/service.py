@@ -14,6 +14,7 @@ import asyncio
 import logging
 import secrets
 from collections import OrderedDict
+from contextvars import ContextVar
 from datetime import timedelta
 
 from pydantic import ValidationError
@@ -36,9 +37,12 @@ from services.engine.rules import events as core_events
 from services.engine.rules.errors import Rejection
 
 from .deadlines import DeadlineScheduler
-from .store import KEEP, Conflict, Duplicate, LoadedGame, Store
+from .store import KEEP, Conflict, Duplicate, LoadedGame, Outgoing, Store
 
 log = logging.getLogger(__name__)
+
+#: The events the command being handled (in this task) committed and must publish.
+_OUTGOING: ContextVar[list[Outgoing]] = ContextVar("outgoing")
 
 CHANNEL_PREFIXES = {"tg": "telegram", "mail": "email", "test": "test"}
 
@@ -60,6 +64,9 @@ class EngineService:
         self._cache: OrderedDict[str, LoadedGame] = OrderedDict()
         self._cache_size = cache_size
         self._extra_channels: dict[str, set[str]] = {}
+        self._published: list[int] = []  # published, not yet marked in the outbox
+        self._dirty: set[str] = set()  # games with events the bus did not take
+        self._flusher: asyncio.Task | None = None
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -71,12 +78,17 @@ class EngineService:
             for deadline in await self.store.open_deadlines():
                 self.scheduler.arm(deadline.game_id, deadline.phase_id, deadline.deadline_at,
                                    deadline.timeout_seconds)
+        self._flusher = asyncio.create_task(self._flush_loop())
         if consume:
             await self.bus.consume_commands(self.handle_raw)
 
     async def stop(self) -> None:
         if self.scheduler is not None:
             self.scheduler.shutdown()
+        if self._flusher is not None:
+            self._flusher.cancel()
+            await asyncio.gather(self._flusher, return_exceptions=True)
+        await self.flush_published()
 
     # -- one command -----------------------------------------------------------------
 
@@ -89,10 +101,62 @@ class EngineService:
         lock = self._acquire(envelope.game_id)
         try:
             async with lock:
-                await self.handle(envelope)
-                await self.publish_pending(envelope.game_id)
+                if envelope.game_id in self._dirty:  # an earlier publish failed: keep the order
+                    await self.publish_pending(envelope.game_id)
+                outgoing: list[Outgoing] = []
+                token = _OUTGOING.set(outgoing)
+                try:
+                    await self.handle(envelope)
+                finally:
+                    _OUTGOING.reset(token)
+                await self._publish(envelope.game_id, outgoing)
         finally:
             self._release(envelope.game_id)
+
+    async def _commit(self, **kwargs) -> None:
+        """Commit through the store and note what the command now has to publish."""
+        _OUTGOING.get().extend(await self.store.commit(**kwargs))
+
+    async def _publish(self, game_id: str, outgoing: list[Outgoing]) -> None:
+        """Publish what a command just committed, in order; the outbox keeps it if the bus fails."""
+        try:
+            for item in outgoing:
+                for channel in item.channels:
+                    try:
+                        await self.bus.publish_event(item.envelope, channel)
+                    except Unroutable:
+                        log.warning("no %s subscriber for %s", channel, item.envelope.message_id)
+                self._published.append(item.id)
+        except Exception:
+            self._dirty.add(game_id)
+            raise
+        if len(self._published) >= 500:
+            await self.flush_published()
+
+    async def flush_published(self) -> None:
+        """Mark published events in the outbox, in one statement for many commands."""
+        ids, self._published = self._published, []
+        await self.store.mark_published(ids)
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.2)
+            try:
+                await self.flush_published()
+                for game_id in list(self._dirty):
+                    await self._retry_dirty(game_id)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("outbox upkeep failed; retrying")
+
+    async def _retry_dirty(self, game_id: str) -> None:
+        lock = self._acquire(game_id)
+        try:
+            async with lock:
+                await self.publish_pending(game_id)
+        finally:
+            self._release(game_id)
 
     def _acquire(self, game_id: str) -> asyncio.Lock:
         lock, users = self._locks.get(game_id, (None, 0))
@@ -120,8 +184,6 @@ class EngineService:
         raise RuntimeError(f"game {env.game_id} kept changing under command {env.message_id}")
 
     async def _handle_once(self, env: CommandEnvelope) -> None:
-        if await self.store.seen(env.message_id):
-            return
         kind = env.command.type
         if kind == "update_profile":
             await self._update_profile(env)
@@ -143,7 +205,7 @@ class EngineService:
             await self._reply_rejected(env, loaded, result.reason, result.params, result.message)
             return
         if not result.events:  # e.g. a stale deadline: nothing happens
-            await self.store.commit(game_id=env.game_id, message_id=env.message_id, outcome="ignored", events=[])
+            await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="ignored", events=[])
             return
         await self._commit_accepted(env, loaded, result, seed)
 
@@ -167,7 +229,7 @@ class EngineService:
             envelopes.append((envelope, self._channels(envelope, state, loaded.origin_channel)))
         if state.over:
             deadline_at = None
-        await self.store.commit(
+        await self._commit(
             game_id=env.game_id, message_id=env.message_id, outcome="accepted", events=envelopes, state=state,
             expected_version=loaded.version, new_game_seed=seed, origin_channel=loaded.origin_channel,
             deadline_at=deadline_at)
@@ -188,13 +250,13 @@ class EngineService:
         channels = channels_of(env.actor) | {env.channel}
         if env.actor.startswith("@"):  # the scheduler's own stale messages need no reply
             channels = set()
-        await self.store.commit(game_id=env.game_id, message_id=env.message_id, outcome="rejected",
+        await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="rejected",
                                 events=[(envelope, tuple(sorted(c for c in channels if c in _ROUTED)))])
 
     async def _remind(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
         state = loaded.state if loaded else None
         if state is None or state.over or state.phase_id != env.phase_id:
-            await self.store.commit(game_id=env.game_id, message_id=env.message_id, outcome="ignored", events=[])
+            await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="ignored", events=[])
             return
         seq = loaded.version + 1
         body = PhaseReminder(phase=state.phase, phase_id=state.phase_id, seconds_left=env.command.seconds_left,
@@ -202,7 +264,7 @@ class EngineService:
         envelope = EventEnvelope(
             message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=utcnow(),
             audience=audience_model(core_events.PUBLIC), caused_by=env.message_id, event=body)
-        await self.store.commit(
+        await self._commit(
             game_id=env.game_id, message_id=env.message_id, outcome="accepted",
             events=[(envelope, self._channels(envelope, state, loaded.origin_channel))], state=state,
             expected_version=loaded.version)
@@ -224,7 +286,7 @@ class EngineService:
             message_id=f"profile:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
             audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
         channels = tuple(sorted((channels_of(env.actor) | extra) & _ROUTED))
-        await self.store.commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
+        await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
                                 events=[(envelope, channels)])
 
     # -- loading, routing, publishing --------------------------------------------------
@@ -260,10 +322,13 @@ class EngineService:
 
     async def publish_pending(self, game_id: str | None = None) -> int:
         """Publish what the outbox holds, in order; returns how many were published."""
+        await self.flush_published()
         published = 0
         while True:
             batch = await self.store.unpublished(game_id=game_id)
             if not batch:
+                if game_id is not None:
+                    self._dirty.discard(game_id)
                 return published
             done = []
             for item in batch:

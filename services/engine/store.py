@@ -16,7 +16,7 @@ from pathlib import Path
 from alembic import command as alembic_command
 from alembic.config import Config
 from sqlalchemy import event as sa_event
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
@@ -149,41 +149,49 @@ class Store:
         new_game_seed: int | None = None,
         origin_channel: str = "test",
         deadline_at: datetime | None | object = KEEP,
-    ) -> None:
-        """Everything a command did, in one transaction; raises Duplicate or Conflict."""
+    ) -> list[Outgoing]:
+        """Everything a command did, in one transaction; raises Duplicate or Conflict.
+
+        Returns the events still to publish (those with a channel), with their outbox ids.
+        Three statements: the command id (its primary key catches a duplicate), the game
+        (its version catches a concurrent change), the events.
+        """
         now = datetime.now(timezone.utc)
-        async with self.sessions() as session:
+        bodies = [envelope.model_dump_json() for envelope, _ in events]
+        async with self.engine.begin() as conn:
             try:
-                async with session.begin():
-                    session.add(ProcessedCommand(message_id=message_id, game_id=game_id, outcome=outcome,
-                                                 processed_at=now))
-                    await session.flush()
-                    if state is not None:
-                        version = events[-1][0].seq if events and events[-1][0].seq else expected_version or 0
-                        values = dict(version=version, phase=state.phase.value if state.phase else None,
-                                      phase_id=state.phase_id, timeout_seconds=state.timeout_seconds,
-                                      state=pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), updated_at=now)
-                        if deadline_at is not KEEP or new_game_seed is not None:
-                            values["deadline_at"] = None if deadline_at is KEEP else deadline_at
-                        if new_game_seed is not None:
-                            session.add(GameRow(id=game_id, seed=new_game_seed, origin_channel=origin_channel,
-                                                created_at=now, **values))
-                            await session.flush()
-                        else:
-                            result = await session.execute(
-                                update(GameRow).where(GameRow.id == game_id, GameRow.version == expected_version)
-                                .values(**values))
-                            if result.rowcount != 1:
-                                raise Conflict(game_id)
-                    for envelope, channels in events:
-                        session.add(EventRow(
-                            game_id=envelope.game_id, seq=envelope.seq or None, type=envelope.event.type,
-                            audience=envelope.audience.kind.value, channels=",".join(channels),
-                            body=envelope.model_dump_json(), published=not channels, created_at=now))
+                await conn.execute(insert(ProcessedCommand).values(
+                    message_id=message_id, game_id=game_id, outcome=outcome, processed_at=now))
             except IntegrityError as error:
-                if await self.seen(message_id):
-                    raise Duplicate(message_id) from error
-                raise Conflict(game_id) from error
+                raise Duplicate(message_id) from error
+            if state is not None:
+                version = events[-1][0].seq if events and events[-1][0].seq else expected_version or 0
+                values = dict(version=version, phase=state.phase.value if state.phase else None,
+                              phase_id=state.phase_id, timeout_seconds=state.timeout_seconds,
+                              state=pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), updated_at=now)
+                if deadline_at is not KEEP or new_game_seed is not None:
+                    values["deadline_at"] = None if deadline_at is KEEP else deadline_at
+                if new_game_seed is not None:
+                    try:
+                        await conn.execute(insert(GameRow).values(
+                            id=game_id, seed=new_game_seed, origin_channel=origin_channel, created_at=now, **values))
+                    except IntegrityError as error:
+                        raise Conflict(game_id) from error
+                else:
+                    result = await conn.execute(
+                        update(GameRow).where(GameRow.id == game_id, GameRow.version == expected_version)
+                        .values(**values))
+                    if result.rowcount != 1:
+                        raise Conflict(game_id)
+            if not events:
+                return []
+            rows = [dict(game_id=envelope.game_id, seq=envelope.seq or None, type=envelope.event.type,
+                         audience=envelope.audience.kind.value, channels=",".join(channels), body=body,
+                         published=not channels, created_at=now)
+                    for (envelope, channels), body in zip(events, bodies)]
+            ids = (await conn.execute(insert(EventRow).returning(EventRow.id, sort_by_parameter_order=True),
+                                      rows)).scalars().all()
+        return [Outgoing(i, envelope, channels) for i, (envelope, channels) in zip(ids, events) if channels]
 
     # -- the outbox ----------------------------------------------------------------
 
