@@ -139,3 +139,25 @@ def test_a_deadline_is_shown_in_the_recipients_time_zone():
     paris = narrator.render_in("en", opened, Recipient(None, ("en",), "Europe/Paris"), "telegram", Context(NAMES))
     tokyo = narrator.render_in("en", opened, Recipient(None, ("en",), "Asia/Tokyo"), "telegram", Context(NAMES))
     assert paris.text != tokyo.text
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_the_board_rules_and_help_render_in_every_locale(locale):
+    from dataclasses import replace
+
+    from services.engine.rules import Lancelot, MissedRule, Options, view
+    from services.engine.simulate import random_game
+
+    options = replace(Options(), lady=True, excalibur=True, lancelot=Lancelot.V1)
+    record = random_game(7, options, 5, keep=True)
+    mid_game = record.state
+    board = narrator.render_template(locale, "board.html", context=Context(NAMES), v=view(mid_game, None),
+                                     deadline_at=None)
+    assert "{{" not in board.text and board.text.strip()
+    rules = narrator.render_template(locale, "rules.html", options=options, rules=list(MissedRule)[1:])
+    help_ = narrator.render_template(locale, "help.html")
+    for out in (rules, help_):
+        assert out.text.strip()
+    if locale != "en":
+        english = narrator.render_template("en", "help.html")
+        assert help_.text != english.text
