@@ -104,7 +104,7 @@ def environment(locale: str) -> Environment:
     env.filters.update(
         name=_name, names=_names, role=_term("roles"), team=_term("teams"), phase=_term("phases"),
         cause=_term("causes"), rule=_term("missed_rules"), card=_term("cards"), knowledge=_term("knowledge"),
-        plural=_plural, when=_when, left=_left, reason=_reason, cap=_cap,
+        plural=_plural, when=_when, left=_left, reason=_reason, cap=_cap, text=_free_text,
     )
     return env
 
@@ -120,6 +120,15 @@ def _name(ctx, player: str | None) -> Markup:
     if ctx["rtl"]:
         return Markup(f"{FSI}{text}{PDI}")
     return text
+
+
+@pass_context
+def _free_text(ctx, text: str | None) -> Markup:
+    """What a player typed: escaped, and isolated inside right-to-left text."""
+    if text is None:
+        return Markup("")
+    escaped = escape(text)
+    return Markup(f"{FSI}{escaped}{PDI}") if ctx["rtl"] else escaped
 
 
 @pass_context
