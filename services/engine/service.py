@@ -67,6 +67,7 @@ class EngineService:
         self._published: list[int] = []  # published, not yet marked in the outbox
         self._dirty: set[str] = set()  # games with events the bus did not take
         self._flusher: asyncio.Task | None = None
+        self._group = GroupCommit(store)
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -114,8 +115,8 @@ class EngineService:
             self._release(envelope.game_id)
 
     async def _commit(self, **kwargs) -> None:
-        """Commit through the store and note what the command now has to publish."""
-        _OUTGOING.get().extend(await self.store.commit(**kwargs))
+        """Commit (grouped with other games' commands) and note what the command has to publish."""
+        _OUTGOING.get().extend(await self._group.commit(kwargs))
 
     async def _publish(self, game_id: str, outgoing: list[Outgoing]) -> None:
         """Publish what a command just committed, in order; the outbox keeps it if the bus fails."""
@@ -340,6 +341,53 @@ class EngineService:
                 done.append(item.id)
             await self.store.mark_published(done)
             published += len(done)
+
+
+class GroupCommit:
+    """Group commit: the commands of different games that are ready at the same moment are
+    committed in one transaction. Each handler still waits for its own commit (and holds its
+    game's lock meanwhile), so nothing is acknowledged or published before it is durable."""
+
+    def __init__(self, store: Store, max_batch: int = 256) -> None:
+        self.store = store
+        self.max_batch = max_batch
+        self._pending: list[tuple[dict, asyncio.Future]] = []
+        self._task: asyncio.Task | None = None
+
+    async def commit(self, request: dict) -> list[Outgoing]:
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((request, future))
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run())
+        return await future
+
+    async def _run(self) -> None:
+        await asyncio.sleep(0)  # let the other handlers that are ready join this batch
+        while self._pending:
+            batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch:]
+            try:
+                results = await self.store.commit_many([request for request, _ in batch])
+            except Exception as error:
+                if len(batch) == 1:
+                    _settle(batch[0][1], error=error)
+                    continue
+                for request, future in batch:  # one by one, to single out the duplicate or conflict
+                    try:
+                        _settle(future, (await self.store.commit_many([request]))[0])
+                    except Exception as single_error:  # noqa: BLE001 - handed to the waiting handler
+                        _settle(future, error=single_error)
+                continue
+            for (_, future), result in zip(batch, results):
+                _settle(future, result)
+
+
+def _settle(future: asyncio.Future, result=None, error: BaseException | None = None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
 
 
 #: Channels a gateway may subscribe to (the test channel for test subscribers).

@@ -16,7 +16,7 @@ from pathlib import Path
 from alembic import command as alembic_command
 from alembic.config import Config
 from sqlalchemy import event as sa_event
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
@@ -85,6 +85,16 @@ def make_engine(url: str) -> AsyncEngine:
     return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
 
 
+def _update_game(with_deadline: bool):
+    values = {name: bindparam(name) for name in ("version", "phase", "phase_id", "timeout_seconds", "state",
+                                                  "updated_at")}
+    if with_deadline:
+        values["deadline_at"] = bindparam("deadline_at")
+    return (update(GameRow)
+            .where(GameRow.id == bindparam("b_id"), GameRow.version == bindparam("b_expected"))
+            .values(**values))
+
+
 class Store:
     def __init__(self, url: str) -> None:
         self.url = url
@@ -137,61 +147,77 @@ class Store:
                 core.append(to_core_event(envelope.event))
         return replay_events(core)
 
-    async def commit(
-        self,
-        *,
-        game_id: str,
-        message_id: str,
-        outcome: str,
-        events: list[tuple[EventEnvelope, tuple[str, ...]]],
-        state: GameState | None = None,
-        expected_version: int | None = None,
-        new_game_seed: int | None = None,
-        origin_channel: str = "test",
-        deadline_at: datetime | None | object = KEEP,
-    ) -> list[Outgoing]:
-        """Everything a command did, in one transaction; raises Duplicate or Conflict.
+    async def commit(self, **request) -> list[Outgoing]:
+        """Everything one command did, in one transaction; raises Duplicate or Conflict.
 
         Returns the events still to publish (those with a channel), with their outbox ids.
-        Three statements: the command id (its primary key catches a duplicate), the game
-        (its version catches a concurrent change), the events.
+        """
+        return (await self.commit_many([request]))[0]
+
+    async def commit_many(self, requests: list[dict]) -> list[list[Outgoing]]:
+        """Several commands' commits in one transaction (group commit): a handful of
+        statements whatever the number of commands. Raises Duplicate or Conflict for
+        the whole batch; the caller retries the commands one by one to single out the culprit.
+
+        Each request: game_id, message_id, outcome, events [(envelope, channels)], and for a
+        command that changed the game: state, expected_version, new_game_seed (a new game),
+        origin_channel, deadline_at (KEEP: the open phase's deadline stays).
         """
         now = datetime.now(timezone.utc)
-        bodies = [envelope.model_dump_json() for envelope, _ in events]
-        async with self.engine.begin() as conn:
-            try:
-                await conn.execute(insert(ProcessedCommand).values(
-                    message_id=message_id, game_id=game_id, outcome=outcome, processed_at=now))
-            except IntegrityError as error:
-                raise Duplicate(message_id) from error
+        processed, new_games, updates, keep_deadline, event_rows, owners = [], [], [], [], [], []
+        for index, r in enumerate(requests):
+            processed.append(dict(message_id=r["message_id"], game_id=r["game_id"], outcome=r["outcome"],
+                                  processed_at=now))
+            state, events = r.get("state"), r["events"]
             if state is not None:
-                version = events[-1][0].seq if events and events[-1][0].seq else expected_version or 0
+                expected = r.get("expected_version") or 0
+                version = events[-1][0].seq if events and events[-1][0].seq else expected
                 values = dict(version=version, phase=state.phase.value if state.phase else None,
                               phase_id=state.phase_id, timeout_seconds=state.timeout_seconds,
                               state=pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), updated_at=now)
-                if deadline_at is not KEEP or new_game_seed is not None:
-                    values["deadline_at"] = None if deadline_at is KEEP else deadline_at
-                if new_game_seed is not None:
-                    try:
-                        await conn.execute(insert(GameRow).values(
-                            id=game_id, seed=new_game_seed, origin_channel=origin_channel, created_at=now, **values))
-                    except IntegrityError as error:
-                        raise Conflict(game_id) from error
+                deadline = r.get("deadline_at", KEEP)
+                if r.get("new_game_seed") is not None:
+                    new_games.append(dict(id=r["game_id"], seed=r["new_game_seed"], created_at=now,
+                                          origin_channel=r.get("origin_channel", "test"),
+                                          deadline_at=None if deadline is KEEP else deadline, **values))
+                elif deadline is KEEP:
+                    keep_deadline.append(dict(b_id=r["game_id"], b_expected=expected, **values))
                 else:
-                    result = await conn.execute(
-                        update(GameRow).where(GameRow.id == game_id, GameRow.version == expected_version)
-                        .values(**values))
-                    if result.rowcount != 1:
+                    updates.append(dict(b_id=r["game_id"], b_expected=expected, deadline_at=deadline, **values))
+            for envelope, channels in events:
+                event_rows.append(dict(game_id=envelope.game_id, seq=envelope.seq or None, type=envelope.event.type,
+                                       audience=envelope.audience.kind.value, channels=",".join(channels),
+                                       body=envelope.model_dump_json(), published=not channels, created_at=now))
+                owners.append((index, envelope, channels))
+        async with self.engine.begin() as conn:
+            try:
+                await conn.execute(insert(ProcessedCommand), processed)
+            except IntegrityError as error:
+                raise Duplicate(requests[0]["message_id"] if len(requests) == 1 else "batch") from error
+            try:
+                if new_games:
+                    await conn.execute(insert(GameRow), new_games)
+            except IntegrityError as error:
+                raise Conflict(new_games[0]["id"]) from error
+            for rows, with_deadline in ((updates, True), (keep_deadline, False)):
+                if rows:
+                    await conn.execute(_update_game(with_deadline), rows)
+            changed = {row["b_id"]: row["version"] for row in updates + keep_deadline}
+            if changed:  # the version guard: executemany cannot report rows per parameter set
+                found = dict((await conn.execute(
+                    select(GameRow.id, GameRow.version).where(GameRow.id.in_(list(changed))))).all())
+                for game_id, version in changed.items():
+                    if found.get(game_id) != version:
                         raise Conflict(game_id)
-            if not events:
-                return []
-            rows = [dict(game_id=envelope.game_id, seq=envelope.seq or None, type=envelope.event.type,
-                         audience=envelope.audience.kind.value, channels=",".join(channels), body=body,
-                         published=not channels, created_at=now)
-                    for (envelope, channels), body in zip(events, bodies)]
-            ids = (await conn.execute(insert(EventRow).returning(EventRow.id, sort_by_parameter_order=True),
-                                      rows)).scalars().all()
-        return [Outgoing(i, envelope, channels) for i, (envelope, channels) in zip(ids, events) if channels]
+            ids = []
+            if event_rows:
+                ids = (await conn.execute(insert(EventRow).returning(EventRow.id, sort_by_parameter_order=True),
+                                          event_rows)).scalars().all()
+        out: list[list[Outgoing]] = [[] for _ in requests]
+        for event_id, (index, envelope, channels) in zip(ids, owners):
+            if channels:
+                out[index].append(Outgoing(event_id, envelope, channels))
+        return out
 
     # -- the outbox ----------------------------------------------------------------
 
