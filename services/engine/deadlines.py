@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta, timezone
 
+from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from shared.bus import Bus
@@ -36,6 +37,7 @@ class DeadlineScheduler:
     def __init__(self, bus: Bus) -> None:
         self.bus = bus
         self.scheduler = AsyncIOScheduler(timezone=timezone.utc)
+        self._jobs: dict[str, list[str]] = {}  # game -> its job ids (no scan of every job per phase)
 
     def start(self) -> None:
         self.scheduler.start()
@@ -54,14 +56,17 @@ class DeadlineScheduler:
                 self._add(f"{game_id}:remind:{label}", at, self._remind, game_id, phase_id, before, label)
 
     def disarm(self, game_id: str) -> None:
-        for job in self.scheduler.get_jobs():
-            if job.id.startswith(f"{game_id}:"):
-                job.remove()
+        for job_id in self._jobs.pop(game_id, ()):
+            try:
+                self.scheduler.remove_job(job_id)
+            except JobLookupError:
+                pass  # it already ran
 
     def armed(self) -> list[str]:
         return [job.id for job in self.scheduler.get_jobs()]
 
     def _add(self, job_id: str, at: datetime, func, *args) -> None:
+        self._jobs.setdefault(args[0], []).append(job_id)
         self.scheduler.add_job(func, "date", run_date=at, args=args, id=job_id, replace_existing=True,
                                misfire_grace_time=None, coalesce=True)
 

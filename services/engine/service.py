@@ -120,17 +120,20 @@ class EngineService:
 
     async def _publish(self, game_id: str, outgoing: list[Outgoing]) -> None:
         """Publish what a command just committed, in order; the outbox keeps it if the bus fails."""
+        by_channel: dict[str, list[EventEnvelope]] = {}
+        for item in outgoing:
+            for channel in item.channels:
+                by_channel.setdefault(channel, []).append(item.envelope)
         try:
-            for item in outgoing:
-                for channel in item.channels:
-                    try:
-                        await self.bus.publish_event(item.envelope, channel)
-                    except Unroutable:
-                        log.warning("no %s subscriber for %s", channel, item.envelope.message_id)
-                self._published.append(item.id)
+            for channel, envelopes in by_channel.items():
+                try:
+                    await self.bus.publish_events(envelopes, channel)
+                except Unroutable:
+                    log.warning("no %s subscriber for %s", channel, envelopes[0].message_id)
         except Exception:
             self._dirty.add(game_id)
             raise
+        self._published.extend(item.id for item in outgoing)
         if len(self._published) >= 500:
             await self.flush_published()
 

@@ -36,6 +36,9 @@ class Bus(Protocol):
 
     async def publish_event(self, envelope: EventEnvelope, channel: str) -> None: ...
 
+    async def publish_events(self, envelopes: list[EventEnvelope], channel: str) -> None:
+        """Several events in order (the bus may carry them in fewer messages)."""
+
     async def subscribe_events(self, name: str, pattern: str, handler: EventHandler) -> None:
         """A durable subscription ``name`` receiving events whose key matches ``pattern``."""
 

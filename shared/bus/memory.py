@@ -62,6 +62,16 @@ class InProcessBus:
         for queue in targets:
             queue.put_nowait(envelope)
 
+    async def publish_events(self, envelopes: list[EventEnvelope], channel: str) -> None:
+        unroutable = []
+        for envelope in envelopes:
+            try:
+                await self.publish_event(envelope, channel)
+            except Unroutable as e:
+                unroutable.append(str(e))
+        if unroutable:
+            raise Unroutable("; ".join(unroutable))
+
     async def subscribe_events(self, name: str, pattern: str, handler: EventHandler) -> None:
         queue: asyncio.Queue = asyncio.Queue()
         self._subscriptions[name] = (pattern, handler, queue)

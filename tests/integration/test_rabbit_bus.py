@@ -447,3 +447,25 @@ async def test_after_the_connection_drops_mid_handler_the_bus_reconnects_gets_th
     assert sorted(handled) == ["after", "in flight", "in flight"]
     assert await bus.dead_letters() == []
     await bus.close()
+
+
+async def test_a_batch_of_events_arrives_in_order_as_single_envelopes(make_bus):
+    from datetime import datetime, timezone
+
+    from shared.protocol import EventEnvelope
+
+    bus = await make_bus()
+    got = []
+
+    async def record(envelope):
+        got.append(envelope.seq)
+    await bus.subscribe_events("batch", "telegram.#", record)
+    envelopes = [EventEnvelope(message_id=f"g:{i}", game_id="g", seq=i, occurred_at=datetime.now(timezone.utc),
+                               audience={"kind": "public" if i % 3 else "players", "players": [] if i % 3 else ["a"]},
+                               event={"type": "player_joined", "player": "a"}) for i in range(1, 8)]
+    await bus.publish_events(envelopes, "telegram")
+    for _ in range(200):
+        if len(got) == 7:
+            break
+        await asyncio.sleep(0.02)
+    assert got == list(range(1, 8))
