@@ -28,7 +28,7 @@ from services.engine.rules import commands as core_commands
 from services.engine.rules import events as core_events
 from services.engine.rules.errors import Reason
 from services.engine.rules.events import AudienceKind
-from services.engine.rules.model import Phase
+from services.engine.rules.model import Card, CommandKind, Phase
 
 PROTOCOL_VERSION = 1
 Channel = Literal["telegram", "email", "scheduler", "cli", "test"]
@@ -138,6 +138,27 @@ class CommandRejected(Body):
     message: str
 
 
+class Choice(Body):
+    """One command a player may send now (from the rules core's ``legal_commands``)."""
+
+    kind: CommandKind
+    targets: tuple[str, ...] = ()
+    count: int = 0
+    cards: tuple[Card, ...] = ()
+    excalibur: bool = False
+    optional: bool = False
+
+
+class ChoicesOffered(Body):
+    """To one player: what they may do in the phase that just opened (their buttons)."""
+
+    type: Literal["choices_offered"] = "choices_offered"
+    player: str
+    phase: Phase
+    phase_id: int
+    choices: tuple[Choice, ...]
+
+
 class PhaseReminder(Body):
     type: Literal["phase_reminder"] = "phase_reminder"
     phase: Phase
@@ -155,6 +176,7 @@ class ProfileUpdated(Body):
 
 SERVICE_EVENTS: dict[str, type[BaseModel]] = {
     "command_rejected": CommandRejected, "phase_reminder": PhaseReminder, "profile_updated": ProfileUpdated,
+    "choices_offered": ChoicesOffered,
 }
 ALL_EVENTS = {**EVENT_MODELS, **SERVICE_EVENTS}
 EventBody = Annotated[Union[tuple(ALL_EVENTS.values())], Field(discriminator="type")]  # type: ignore[valid-type]

@@ -21,6 +21,8 @@ from pydantic import ValidationError
 
 from shared.bus import Bus, PoisonMessage, Unroutable
 from shared.protocol import (
+    Choice,
+    ChoicesOffered,
     CommandEnvelope,
     CommandRejected,
     EventEnvelope,
@@ -32,7 +34,16 @@ from shared.protocol import (
     to_core_command,
     utcnow,
 )
-from services.engine.rules import Accepted, Audience, AudienceKind, apply, new_game, pending_players
+from services.engine.rules import (
+    Accepted,
+    Audience,
+    AudienceKind,
+    CommandKind,
+    apply,
+    legal_commands,
+    new_game,
+    pending_players,
+)
 from services.engine.rules import events as core_events
 from services.engine.rules.errors import Rejection
 
@@ -45,6 +56,13 @@ log = logging.getLogger(__name__)
 _OUTGOING: ContextVar[list[Outgoing]] = ContextVar("outgoing")
 
 CHANNEL_PREFIXES = {"tg": "telegram", "mail": "email", "test": "test"}
+
+
+def choices_for(state, player: str) -> ChoicesOffered:
+    legal = [c for c in legal_commands(state, player) if c.kind is not CommandKind.CANCEL_GAME]
+    return ChoicesOffered(player=player, phase=state.phase, phase_id=state.phase_id, choices=tuple(
+        Choice(kind=c.kind, targets=c.targets, count=c.count, cards=c.cards, excalibur=c.excalibur,
+               optional=c.optional) for c in legal))
 
 
 def channels_of(player: str) -> set[str]:
@@ -231,6 +249,14 @@ class EngineService:
                 audience=audience_model(event.audience), caused_by=env.message_id, deadline_at=deadline,
                 event=event_body(event))
             envelopes.append((envelope, self._channels(envelope, state, loaded.origin_channel)))
+        if any(isinstance(e, (core_events.PhaseOpened, core_events.ShotHanded)) for e in result.events):
+            for player in pending_players(state):  # each actor's buttons, privately
+                seq += 1
+                envelope = EventEnvelope(
+                    message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=now,
+                    audience=audience_model(Audience.to(player)), caused_by=env.message_id,
+                    event=choices_for(state, player))
+                envelopes.append((envelope, self._channels(envelope, state, loaded.origin_channel)))
         if state.over:
             deadline_at = None
         await self._commit(

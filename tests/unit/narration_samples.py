@@ -7,6 +7,8 @@ from datetime import datetime, timedelta, timezone
 
 from shared.protocol import (
     INTERNAL_EVENTS,
+    Choice,
+    ChoicesOffered,
     CommandRejected,
     EventEnvelope,
     PhaseReminder,
@@ -14,7 +16,7 @@ from shared.protocol import (
     audience_model,
     event_body,
 )
-from services.engine.rules import Lancelot, Options, Phase, Reason
+from services.engine.rules import Card, CommandKind, Lancelot, Options, Phase, Reason
 from services.engine.rules import events as ev
 from services.engine.simulate import random_game
 
@@ -55,7 +57,17 @@ def game_envelopes(players: int, options: Options, timeout_rate: float, seed: in
 def service_envelopes() -> list[EventEnvelope]:
     public = audience_model(ev.PUBLIC)
     private = audience_model(ev.Audience.to("p1"))
-    out = [envelope(PhaseReminder(phase=Phase.VOTE, phase_id=3, seconds_left=90, waiting_for=("p2", "p3")),
+    choices = [Choice(kind=CommandKind.PROPOSE_TEAM, targets=("p1", "p2", "p3"), count=2, excalibur=True),
+               Choice(kind=CommandKind.CAST_VOTE), Choice(kind=CommandKind.PLAY_CARD, cards=(Card.SUCCESS, Card.FAIL)),
+               Choice(kind=CommandKind.USE_EXCALIBUR, targets=("p2",), optional=True),
+               Choice(kind=CommandKind.USE_LADY, targets=("p2", "p3")),
+               Choice(kind=CommandKind.ASSASSINATE, targets=("p2", "p3")),
+               Choice(kind=CommandKind.ACCUSE, targets=("p2", "p3")),
+               Choice(kind=CommandKind.HAND_SHOT, targets=("p4",)), Choice(kind=CommandKind.SPEAK_LAST_WORD),
+               Choice(kind=CommandKind.CONFER)]
+    out = [envelope(ChoicesOffered(player="p1", phase=Phase.PROPOSAL, phase_id=4, choices=tuple(choices)),
+                    private, 899),
+           envelope(PhaseReminder(phase=Phase.VOTE, phase_id=3, seconds_left=90, waiting_for=("p2", "p3")),
                     public, 900),
            envelope(ProfileUpdated(player="p1", display_name="Ann", language="en"), private, 901),
            envelope(event_body(ev.PlayerLeft(player="p4")), public, 902),
