@@ -91,6 +91,19 @@ def reasons(locale: str) -> dict[str, str]:
 
 
 @lru_cache(maxsize=None)
+def ui_words(locale: str) -> dict[str, str]:
+    """The Telegram gateway's own words (buttons, notices) in ``locale``."""
+    return tomllib.loads((ROOT / locale / "telegram_ui.toml").read_text(encoding="utf-8"))
+
+
+def ui_text(locale: str, key: str, **params: Any) -> str:
+    """One of the gateway's sentences, rendered (names escaped, isolated in RTL)."""
+    env = environment(locale)
+    return env.from_string(ui_words(locale)[key]).render(names=params.pop("names_map", {}), tz=timezone.utc,
+                                                         tz_known=False, **params)
+
+
+@lru_cache(maxsize=None)
 def environment(locale: str) -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(ROOT / locale)),

@@ -1,0 +1,127 @@
+"""The Telegram gateway: updates -> commands on the bus; events -> messages in groups and DMs.
+
+It never decides a rule. It remembers what it needs to draw (``memory.Memory``), sends
+commands, and renders every event through the narration layer in the reader's language.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiogram import Bot, Dispatcher
+from aiogram.types import InlineKeyboardMarkup
+
+from shared.bus import Bus
+from shared.narration.render import Context, Narrator, Recipient, reasons
+from shared.protocol import CommandEnvelope, EventEnvelope
+
+from . import ids
+from .memory import GameMemo, Memory
+from .sender import Limits, Sender
+
+log = logging.getLogger(__name__)
+
+
+class TelegramGateway:
+    def __init__(self, bot: Bot, bus: Bus, *, limits: Limits | None = None, bot_username: str = "") -> None:
+        self.bot = bot
+        self.bus = bus
+        self.narrator = Narrator()
+        self.memory = Memory()
+        self.bot_username = bot_username
+        self.sender = Sender(bot, limits, on_forbidden=self._forbidden, on_failure=self._failed)
+
+    # -- wiring -----------------------------------------------------------------------
+
+    def dispatcher(self) -> Dispatcher:
+        from .routers import info, lobby, play, private
+
+        dp = Dispatcher()
+        dp["gw"] = self
+        dp.include_routers(private.router, lobby.router, play.router, info.router)
+        return dp
+
+    async def start(self) -> None:
+        from .events import EventPainter
+
+        if not self.bot_username:
+            me = await self.bot.get_me()
+            self.bot_username = me.username or ""
+        self.painter = EventPainter(self)
+        await self.bus.subscribe_events("telegram", "telegram.#", self.painter.on_event)
+
+    async def close(self) -> None:
+        await self.sender.close()
+
+    # -- commands -----------------------------------------------------------------------
+
+    async def command(self, game: str, actor: str, body: dict[str, Any], phase_id: int | None = None) -> None:
+        await self.bus.send_command(CommandEnvelope(game_id=game, actor=actor, channel="telegram",
+                                                    phase_id=phase_id, command=body))
+
+    def remember_user(self, user) -> str:
+        player = ids.player_id(user.id)
+        name = user.first_name or user.username or str(user.id)
+        self.memory.names[player] = name
+        if user.language_code and player not in self.memory.languages:
+            self.memory.languages[player] = user.language_code.split("-")[0]
+        return player
+
+    # -- words --------------------------------------------------------------------------
+
+    def language_of(self, player: str | None, memo: GameMemo | None = None) -> tuple[str, ...]:
+        group = memo.language if memo else "en"
+        if player is None:
+            return (group,)
+        return (self.memory.languages.get(player, group), group)
+
+    def render(self, envelope: EventEnvelope, reader: str | None, memo: GameMemo | None) -> str:
+        recipient = Recipient(reader, self.language_of(reader, memo))
+        return self.narrator.render(envelope, recipient, "telegram", Context(self.memory.names)).html
+
+    def reason(self, reader: str | None, memo: GameMemo | None, reason: str, **params: Any) -> str:
+        """A rejection sentence for an alert, in the reader's language (plain text)."""
+        from shared.narration.render import environment, html_to_text, pick_locale
+
+        locale = pick_locale(self.language_of(reader, memo))
+        template = environment(locale).from_string(reasons(locale)[reason])
+        return html_to_text(template.render(p=params, names=self.memory.names, tz=None, tz_known=False))
+
+    def template(self, name: str, memo: GameMemo | None, reader: str | None = None, **variables: Any) -> str:
+        from shared.narration.render import pick_locale
+
+        locale = pick_locale(self.language_of(reader, memo))
+        return self.narrator.render_template(locale, name, Recipient(reader, (locale,)),
+                                             Context(self.memory.names), **variables).html
+
+    def ui(self, memo: GameMemo | None, reader: str | None, key: str, **params: Any) -> str:
+        from shared.narration.render import pick_locale, ui_text
+
+        return ui_text(pick_locale(self.language_of(reader, memo)), key, **params)
+
+    def deep_link(self, game: str) -> str:
+        return f"https://t.me/{self.bot_username}?start=join_{game}"
+
+    # -- delivery -----------------------------------------------------------------------
+
+    async def to_group(self, memo: GameMemo, text: str, markup: InlineKeyboardMarkup | None = None):
+        return await self.sender.send(memo.chat_id, text, markup)
+
+    async def to_player(self, player: str, text: str, markup: InlineKeyboardMarkup | None = None):
+        user = ids.user_id(player)
+        if user is None:
+            return None
+        return await self.sender.send(user, text, markup)
+
+    async def _forbidden(self, chat_id: int) -> None:
+        player = ids.player_id(chat_id)
+        self.memory.reachable.discard(player)
+        for memo in self.memory.games.values():
+            if player in memo.players and not memo.over:
+                name = self.memory.names.get(player, str(chat_id))
+                link = self.deep_link(memo.game_id)
+                self.sender.send_soon(memo.chat_id, self.ui(memo, None, "unreachable", name=name, link=link))
+
+    async def _failed(self, chat_id: int, text: str) -> None:
+        log.error("could not deliver to %s after every retry: %r", chat_id, text[:200])

@@ -1,0 +1,45 @@
+"""What the gateway remembers about its games, rebuilt from the events it receives.
+
+It never decides a rule: it keeps what it needs to draw messages and buttons (which game a
+group plays, the seat order, the options shown, the message to edit in place)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class GameMemo:
+    game_id: str
+    chat_id: int
+    host: str = ""
+    players: list[str] = field(default_factory=list)  # join order, then seat order
+    options: Any = None
+    phase: str = "lobby"
+    phase_id: int = 0
+    leader: str | None = None
+    team_size: int = 0
+    picked: list[str] = field(default_factory=list)  # the leader's selection in progress
+    sword: str | None = None
+    lobby_message: int | None = None
+    pick_message: int | None = None
+    vote_message: int | None = None
+    voted: list[str] = field(default_factory=list)
+    language: str = "en"
+    over: bool = False
+    seen_seq: int = 0
+
+
+@dataclass
+class Memory:
+    games: dict[str, GameMemo] = field(default_factory=dict)
+    current: dict[int, str] = field(default_factory=dict)  # group chat -> its open game
+    names: dict[str, str] = field(default_factory=dict)  # player id -> display name
+    languages: dict[str, str] = field(default_factory=dict)  # player id -> language
+    reachable: set[str] = field(default_factory=set)  # players who opened a private chat
+    offers: dict[tuple[str, str], Any] = field(default_factory=dict)  # (game, player) -> ChoicesOffered
+
+    def game_of_chat(self, chat_id: int) -> GameMemo | None:
+        game = self.current.get(chat_id)
+        return self.games.get(game) if game else None

@@ -1,0 +1,92 @@
+"""Group commands around a game: /newgame, /join, /leave, /startgame, /cancel."""
+
+from __future__ import annotations
+
+from aiogram import F, Router
+from aiogram.filters import Command, CommandObject
+from aiogram.types import CallbackQuery, Message
+
+from services.engine.rules import Options, Preset
+
+from .. import ids
+from ..callbacks import JoinCb
+
+router = Router(name="lobby")
+GROUPS = F.chat.type.in_({"group", "supergroup"})
+
+
+@router.message(Command("newgame"), GROUPS)
+async def new_game(message: Message, command: CommandObject, gw) -> None:
+    host = gw.remember_user(message.from_user)
+    memo = gw.memory.game_of_chat(message.chat.id)
+    if memo is not None and not memo.over:
+        await message.reply(gw.ui(memo, host, "game_open"))
+        return
+    preset = Preset.CLASSIC
+    if command.args and command.args.strip().lower() in {p.value for p in Preset}:
+        preset = Preset(command.args.strip().lower())
+    game = ids.game_id(message.chat.id, message.message_id)
+    options = Options.preset_defaults(preset)
+    await gw.command(game, host, {"type": "create_game", "options": options})
+
+
+async def _join(gw, chat_id: int, user) -> str | None:
+    player = gw.remember_user(user)
+    memo = gw.memory.game_of_chat(chat_id)
+    if memo is None:
+        return gw.ui(None, player, "no_game")
+    await gw.command(memo.game_id, player, {"type": "join"})
+    return None
+
+
+@router.message(Command("join"), GROUPS)
+async def join(message: Message, gw) -> None:
+    problem = await _join(gw, message.chat.id, message.from_user)
+    if problem:
+        await message.reply(problem)
+
+
+@router.callback_query(JoinCb.filter())
+async def join_button(query: CallbackQuery, callback_data: JoinCb, gw) -> None:
+    memo = gw.memory.games.get(callback_data.game)
+    player = gw.remember_user(query.from_user)
+    if memo is None or memo.over or memo.phase != "lobby":
+        await query.answer(gw.reason(player, memo, "stale_phase"), show_alert=True)
+        return
+    await gw.command(memo.game_id, player, {"type": "join"})
+    await query.answer(gw.ui(memo, player, "sent"))
+
+
+@router.message(Command("leave"), GROUPS)
+async def leave(message: Message, gw) -> None:
+    player = gw.remember_user(message.from_user)
+    memo = gw.memory.game_of_chat(message.chat.id)
+    if memo is None:
+        await message.reply(gw.ui(None, player, "no_game"))
+        return
+    await gw.command(memo.game_id, player, {"type": "leave"})
+
+
+@router.message(Command("startgame"), GROUPS)
+async def start_game(message: Message, gw) -> None:
+    player = gw.remember_user(message.from_user)
+    memo = gw.memory.game_of_chat(message.chat.id)
+    if memo is None:
+        await message.reply(gw.ui(None, player, "no_game"))
+        return
+    unreachable = [p for p in memo.players if p not in gw.memory.reachable]
+    if unreachable:  # every player must be able to receive their role privately
+        names = ", ".join(gw.memory.names.get(p, p) for p in unreachable)
+        await message.reply(gw.ui(memo, None, "waiting_private", names=names, link=gw.deep_link(memo.game_id)))
+        return
+    await gw.command(memo.game_id, player, {"type": "start_game"})
+
+
+@router.message(Command("cancel"), GROUPS)
+async def cancel(message: Message, gw) -> None:
+    player = gw.remember_user(message.from_user)
+    memo = gw.memory.game_of_chat(message.chat.id)
+    if memo is None:
+        await message.reply(gw.ui(None, player, "no_game"))
+        return
+    await gw.command(memo.game_id, player, {"type": "cancel_game"})

@@ -1,0 +1,40 @@
+"""Private chat: /start (and the join_<game> deep link), free text for the last word and the council."""
+
+from __future__ import annotations
+
+from aiogram import F, Router
+from aiogram.filters import CommandObject, CommandStart
+from aiogram.types import Message
+
+router = Router(name="private")
+PRIVATE = F.chat.type == "private"
+
+
+@router.message(CommandStart(), PRIVATE)
+async def start(message: Message, command: CommandObject, gw) -> None:
+    player = gw.remember_user(message.from_user)
+    gw.memory.reachable.add(player)
+    await message.answer(gw.ui(None, player, "welcome"))
+    payload = command.args or ""
+    if payload.startswith("join_"):
+        game = payload[len("join_"):]
+        memo = gw.memory.games.get(game)
+        if memo is not None and player not in memo.players and not memo.over:
+            await gw.command(game, player, {"type": "join"})
+
+
+@router.message(PRIVATE, F.text, ~F.text.startswith("/"))
+async def free_text(message: Message, gw) -> None:
+    """During the assassination an evil player's words go to the council; the accused's are his last word."""
+    player = gw.remember_user(message.from_user)
+    for (game, who), offer in list(gw.memory.offers.items()):
+        memo = gw.memory.games.get(game)
+        if who != player or memo is None or memo.over or offer.phase_id != memo.phase_id:
+            continue
+        kinds = {c.kind.value for c in offer.choices}
+        if "speak_last_word" in kinds:
+            await gw.command(game, player, {"type": "speak_last_word", "text": message.text}, offer.phase_id)
+            return
+        if "confer" in kinds:
+            await gw.command(game, player, {"type": "confer", "text": message.text}, offer.phase_id)
+            return

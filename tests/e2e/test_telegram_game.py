@@ -1,0 +1,129 @@
+"""A whole 7-player game with the Lady of the Lake, played in a Telegram group by scripted users
+through commands and buttons only: real aiogram gateway, fake Bot API on loopback, real RabbitMQ."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+import pytest
+from aiogram.client.default import DefaultBotProperties
+
+from services.engine.deadlines import DeadlineScheduler
+from services.engine.service import EngineService
+from services.engine.store import Store
+from services.telegram_gateway.gateway import TelegramGateway
+from services.telegram_gateway.sender import Limits
+from shared.bus.rabbit import RabbitBus
+from tests.fakes.telegram_api import FakeTelegram
+from tests.integration.conftest import require_rabbitmq
+
+NAMES = ["Ann", "Bob", "Cleo", "Dan", "Eve", "Finn", "Gus"]
+FAST = Limits(per_chat_interval=0.0, group_per_minute=10**6, global_per_second=10**6)
+
+
+@pytest.fixture
+async def world(amqp_url, rabbit_prefix, tmp_path):
+    await require_rabbitmq(amqp_url)
+    fake = await FakeTelegram().start()
+    engine_bus, gateway_bus = RabbitBus(amqp_url, prefix=rabbit_prefix), RabbitBus(amqp_url, prefix=rabbit_prefix)
+    await engine_bus.start()
+    await gateway_bus.start()
+    store = Store(f"sqlite+aiosqlite:///{tmp_path / 'engine.db'}")
+    engine = EngineService(store, engine_bus, DeadlineScheduler(engine_bus))
+    bot = fake.make_bot(default=DefaultBotProperties(parse_mode="HTML"))
+    gateway = TelegramGateway(bot, gateway_bus, limits=FAST)
+    await gateway.start()
+    await engine.start()
+    dispatcher = gateway.dispatcher()
+    polling = asyncio.create_task(dispatcher.start_polling(bot, handle_signals=False, polling_timeout=1))
+    users = [fake.user(1000 + i, name) for i, name in enumerate(NAMES)]
+    group = fake.group(-100500, "Camelot", members=users)
+    try:
+        yield fake, group, users, gateway
+    finally:
+        await dispatcher.stop_polling()
+        polling.cancel()
+        await asyncio.gather(polling, return_exceptions=True)
+        await gateway.close()
+        await engine.stop()
+        await bot.session.close()
+        await gateway_bus.close()
+        await engine_bus.close()
+        await engine_bus.delete_everything("telegram")
+        await store.close()
+        await fake.stop()
+
+
+def texts(fake, chat) -> list[str]:
+    return [m.text for m in fake.messages(chat)]
+
+
+async def test_a_whole_game_with_the_lady_is_played_in_a_group_with_buttons_only(world):
+    fake, group, users, gateway = world
+    by_name = dict(zip(NAMES, users))
+    host = users[0]
+    for user in users:
+        await user.start_private()
+    await host.send(group, "/newgame")
+    lobby = await fake.wait_for_message(group, "A new game", timeout=15)
+    for user in users[1:]:
+        await user.press(lobby, button="Join")
+    await fake.wait_for(lambda: sum("joined the game" in t for t in texts(fake, group)) == 7, timeout=15)
+    await host.send(group, "/startgame")
+    for user in users:
+        await fake.wait_for_message(user.private_chat, "Your role", timeout=15)
+
+    acted: set[tuple[int, int, str]] = set()
+    deadline = time.monotonic() + 120
+    while not any(t.startswith("🏁") for t in texts(fake, group)):
+        assert time.monotonic() < deadline, "the game did not end:\n" + "\n".join(texts(fake, group)[-10:])
+        progressed = False
+        for message in fake.messages(group):
+            data = message.callback_data
+            # the picker is pressed again after each edit; any other keyboard once
+            key = (group.id, message.message_id, (message.text if data and data[0].startswith("p:") else "")
+                   + ",".join(data))
+            if not data or key in acted:
+                continue
+            if data[0].startswith("p:"):  # the leader's team picker
+                leader = by_name[re.match(r"👑 (\w+):", message.text).group(1)]
+                size = int(re.search(r"pick (\d+)", message.text).group(1))
+                picked = int(re.search(r"(\d+) selected", message.text).group(1))
+                if picked < size:
+                    await leader.press(message, data[picked])
+                else:
+                    await leader.press(message, data[-1])
+            elif data[0].startswith("t:"):  # Excalibur's holder (not in this game)
+                leader = by_name[re.match(r"🗡 (\w+):", message.text).group(1)]
+                await leader.press(message, data[0])
+            elif data[0].startswith("v:"):  # everyone approves
+                for user in users:
+                    await user.press(message, data[0])
+            acted.add(key)
+            progressed = True
+        for user in users:
+            for message in fake.messages(user.private_chat):
+                data = message.callback_data
+                key = (user.id, message.message_id, ",".join(data))
+                if data and key not in acted:
+                    await user.press(message, data[0])  # success / the first target
+                    acted.add(key)
+                    progressed = True
+        await asyncio.sleep(0.05 if progressed else 0.1)
+
+    group_text = "\n".join(texts(fake, group))
+    assert "Your role" not in group_text, "role cards only in private chats"
+    for phrase in ("A new game", "The game begins", "is the leader", "Everyone votes", "The team goes on quest",
+                   "succeeded", "Lady of the Lake", "shoots", "🏁"):
+        assert phrase in group_text, f"the group was never told: {phrase}"
+    for user in users:
+        private = "\n".join(texts(fake, user.private_chat))
+        assert private.count("Your role:") == 1
+        assert "already over" not in private, private
+    roles = re.findall(r"• (\w+): ([^\n(]+)", group_text.split("🏁")[-1])
+    assert len(roles) == 7, "every role revealed at the end"
+    before_end = group_text.split("🏁")[0]
+    for role_word in ("Merlin —", "Your role", "Morgana —", "is evil"):
+        assert role_word not in before_end, f"private fact in the group: {role_word}"
