@@ -35,18 +35,27 @@ async def run_engine(settings: Settings) -> None:
 
 
 async def run_embedded(settings: Settings) -> None:
-    await _run(settings, InProcessBus(delivery_limit=settings.delivery_limit))
+    await _run(settings, InProcessBus(delivery_limit=settings.delivery_limit), gateways=True)
 
 
-async def _run(settings: Settings, bus) -> None:
+async def _run(settings: Settings, bus, *, gateways: bool = False) -> None:
     store = Store(settings.database_url)
     await bus.start()
     engine = EngineService(store, bus, DeadlineScheduler(bus))
     await engine.start()
     log.info("engine ready: database %s", settings.database_url.split("@")[-1])
+    telegram = None
+    if gateways and settings.telegram_bot_token:
+        from services.telegram_gateway.main import TelegramRunner
+
+        telegram = TelegramRunner(settings, bus)
+        await telegram.start()
+        log.info("telegram gateway ready")
     try:
         await _serve_until_signal()
     finally:
+        if telegram is not None:
+            await telegram.stop()
         await engine.stop()
         await bus.close()
         await store.close()
@@ -57,6 +66,14 @@ def add_parsers(sub) -> None:
     p.set_defaults(run=lambda args: _main(run_engine))
     p = sub.add_parser("run", help="run the narrator embedded: in-process bus and SQLite")
     p.set_defaults(run=lambda args: _main(run_embedded))
+    p = sub.add_parser("telegram", help="run the Telegram gateway alone on RabbitMQ (compose)")
+    p.set_defaults(run=lambda args: _main(_telegram))
+
+
+async def _telegram(settings: Settings) -> None:
+    from services.telegram_gateway.main import run_telegram
+
+    await run_telegram(settings)
 
 
 def _main(target) -> int:
