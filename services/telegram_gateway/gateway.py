@@ -39,7 +39,7 @@ class TelegramGateway:
 
         dp = Dispatcher()
         dp["gw"] = self
-        dp.include_routers(private.router, lobby.router, play.router, info.router)
+        dp.include_routers(private.build(), lobby.build(), play.build(), info.build())
         return dp
 
     async def start(self) -> None:

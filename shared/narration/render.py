@@ -99,8 +99,8 @@ def ui_words(locale: str) -> dict[str, str]:
 def ui_text(locale: str, key: str, **params: Any) -> str:
     """One of the gateway's sentences, rendered (names escaped, isolated in RTL)."""
     env = environment(locale)
-    return env.from_string(ui_words(locale)[key]).render(names=params.pop("names_map", {}), tz=timezone.utc,
-                                                         tz_known=False, **params)
+    params.setdefault("names", {})
+    return env.from_string(ui_words(locale)[key]).render(tz=timezone.utc, tz_known=False, **params)
 
 
 @lru_cache(maxsize=None)

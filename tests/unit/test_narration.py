@@ -161,3 +161,20 @@ def test_the_board_rules_and_help_render_in_every_locale(locale):
     if locale != "en":
         english = narrator.render_template("en", "help.html")
         assert help_.text != english.text
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_every_locale_has_the_telegram_gateway_words(locale):
+    from shared.narration.render import ui_text
+
+    def words(loc):
+        return tomllib.loads((ROOT / loc / "telegram_ui.toml").read_text(encoding="utf-8"))
+
+    assert sorted(words(locale)) == sorted(words("en"))
+    params = dict(name="Ann", link="https://t.me/x", names="Ann, Bob", leader="Ann", size=3, count=1, voted=2,
+                  total=7, language="X")
+    rendered = {key: ui_text(locale, key, **params) for key in words("en")}
+    assert all(text.strip() for text in rendered.values())
+    if locale != "en":
+        for key in ("welcome", "need_private", "waiting_private", "unreachable", "game_open", "no_game"):
+            assert rendered[key] != ui_text("en", key, **params), key

@@ -9,17 +9,13 @@ from aiogram.types import Message
 from services.engine.rules import MissedRule
 from shared.narration.render import LOCALES, glossary
 
-router = Router(name="info")
 
-
-@router.message(Command("help"))
 async def help_(message: Message, gw) -> None:
     player = gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
     await message.answer(gw.template("help.html", memo, player if message.chat.type == "private" else None))
 
 
-@router.message(Command("rules"))
 async def rules(message: Message, gw) -> None:
     player = gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
@@ -30,7 +26,6 @@ async def rules(message: Message, gw) -> None:
     del player
 
 
-@router.message(Command("lang"))
 async def lang(message: Message, command: CommandObject, gw) -> None:
     player = gw.remember_user(message.from_user)
     wanted = (command.args or "").strip().lower()
@@ -47,3 +42,12 @@ async def lang(message: Message, command: CommandObject, gw) -> None:
     await message.answer(gw.ui(None, None, "language_set", language=glossary(wanted)["language_name"])
                          if message.chat.type != "private" else
                          gw.ui(None, player, "language_set", language=glossary(wanted)["language_name"]))
+
+
+def build() -> Router:
+    """A fresh router (a router belongs to one dispatcher)."""
+    router = Router(name="info")
+    router.message.register(help_, Command("help"))
+    router.message.register(rules, Command("rules"))
+    router.message.register(lang, Command("lang"))
+    return router

@@ -11,11 +11,9 @@ from services.engine.rules import Options, Preset
 from .. import ids
 from ..callbacks import JoinCb
 
-router = Router(name="lobby")
 GROUPS = F.chat.type.in_({"group", "supergroup"})
 
 
-@router.message(Command("newgame"), GROUPS)
 async def new_game(message: Message, command: CommandObject, gw) -> None:
     host = gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
@@ -39,14 +37,12 @@ async def _join(gw, chat_id: int, user) -> str | None:
     return None
 
 
-@router.message(Command("join"), GROUPS)
 async def join(message: Message, gw) -> None:
     problem = await _join(gw, message.chat.id, message.from_user)
     if problem:
         await message.reply(problem)
 
 
-@router.callback_query(JoinCb.filter())
 async def join_button(query: CallbackQuery, callback_data: JoinCb, gw) -> None:
     memo = gw.memory.games.get(callback_data.game)
     player = gw.remember_user(query.from_user)
@@ -57,7 +53,6 @@ async def join_button(query: CallbackQuery, callback_data: JoinCb, gw) -> None:
     await query.answer(gw.ui(memo, player, "sent"))
 
 
-@router.message(Command("leave"), GROUPS)
 async def leave(message: Message, gw) -> None:
     player = gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
@@ -67,7 +62,6 @@ async def leave(message: Message, gw) -> None:
     await gw.command(memo.game_id, player, {"type": "leave"})
 
 
-@router.message(Command("startgame"), GROUPS)
 async def start_game(message: Message, gw) -> None:
     player = gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
@@ -82,7 +76,6 @@ async def start_game(message: Message, gw) -> None:
     await gw.command(memo.game_id, player, {"type": "start_game"})
 
 
-@router.message(Command("cancel"), GROUPS)
 async def cancel(message: Message, gw) -> None:
     player = gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
@@ -90,3 +83,15 @@ async def cancel(message: Message, gw) -> None:
         await message.reply(gw.ui(None, player, "no_game"))
         return
     await gw.command(memo.game_id, player, {"type": "cancel_game"})
+
+
+def build() -> Router:
+    """A fresh router (a router belongs to one dispatcher)."""
+    router = Router(name="lobby")
+    router.message.register(new_game, Command("newgame"), GROUPS)
+    router.message.register(join, Command("join"), GROUPS)
+    router.callback_query.register(join_button, JoinCb.filter())
+    router.message.register(leave, Command("leave"), GROUPS)
+    router.message.register(start_game, Command("startgame"), GROUPS)
+    router.message.register(cancel, Command("cancel"), GROUPS)
+    return router

@@ -11,7 +11,6 @@ from aiogram.types import CallbackQuery
 from .. import keyboards
 from ..callbacks import CardCb, PickCb, TargetCb, VoteCb
 
-router = Router(name="play")
 KIND_OF = {v: k for k, v in keyboards.TARGET_KINDS.items()}
 
 
@@ -26,7 +25,6 @@ def _check(gw, query: CallbackQuery, game: str, phase: int):
     return player, memo, None
 
 
-@router.callback_query(PickCb.filter())
 async def pick(query: CallbackQuery, callback_data: PickCb, gw) -> None:
     player, memo, problem = _check(gw, query, callback_data.game, callback_data.phase)
     if problem is None and player != memo.leader:
@@ -59,7 +57,6 @@ async def pick(query: CallbackQuery, callback_data: PickCb, gw) -> None:
                      memo.phase_id)
 
 
-@router.callback_query(VoteCb.filter())
 async def vote(query: CallbackQuery, callback_data: VoteCb, gw) -> None:
     player, memo, problem = _check(gw, query, callback_data.game, callback_data.phase)
     if problem:
@@ -69,7 +66,6 @@ async def vote(query: CallbackQuery, callback_data: VoteCb, gw) -> None:
     await query.answer(gw.ui(memo, player, "sent"))
 
 
-@router.callback_query(CardCb.filter())
 async def card(query: CallbackQuery, callback_data: CardCb, gw) -> None:
     player, memo, problem = _check(gw, query, callback_data.game, callback_data.phase)
     if problem:
@@ -80,7 +76,6 @@ async def card(query: CallbackQuery, callback_data: CardCb, gw) -> None:
     await query.message.edit_reply_markup(reply_markup=None)
 
 
-@router.callback_query(TargetCb.filter())
 async def target(query: CallbackQuery, callback_data: TargetCb, gw) -> None:
     player, memo, problem = _check(gw, query, callback_data.game, callback_data.phase)
     if problem:
@@ -113,3 +108,13 @@ async def target(query: CallbackQuery, callback_data: TargetCb, gw) -> None:
     await gw.command(memo.game_id, player, body, memo.phase_id)
     await query.answer(gw.ui(memo, player, "sent"))
     await query.message.edit_reply_markup(reply_markup=None)
+
+
+def build() -> Router:
+    """A fresh router (a router belongs to one dispatcher)."""
+    router = Router(name="play")
+    router.callback_query.register(pick, PickCb.filter())
+    router.callback_query.register(vote, VoteCb.filter())
+    router.callback_query.register(card, CardCb.filter())
+    router.callback_query.register(target, TargetCb.filter())
+    return router

@@ -6,11 +6,9 @@ from aiogram import F, Router
 from aiogram.filters import CommandObject, CommandStart
 from aiogram.types import Message
 
-router = Router(name="private")
 PRIVATE = F.chat.type == "private"
 
 
-@router.message(CommandStart(), PRIVATE)
 async def start(message: Message, command: CommandObject, gw) -> None:
     player = gw.remember_user(message.from_user)
     gw.memory.reachable.add(player)
@@ -23,7 +21,6 @@ async def start(message: Message, command: CommandObject, gw) -> None:
             await gw.command(game, player, {"type": "join"})
 
 
-@router.message(PRIVATE, F.text, ~F.text.startswith("/"))
 async def free_text(message: Message, gw) -> None:
     """During the assassination an evil player's words go to the council; the accused's are his last word."""
     player = gw.remember_user(message.from_user)
@@ -38,3 +35,11 @@ async def free_text(message: Message, gw) -> None:
         if "confer" in kinds:
             await gw.command(game, player, {"type": "confer", "text": message.text}, offer.phase_id)
             return
+
+
+def build() -> Router:
+    """A fresh router (a router belongs to one dispatcher)."""
+    router = Router(name="private")
+    router.message.register(start, CommandStart(), PRIVATE)
+    router.message.register(free_text, PRIVATE, F.text, ~F.text.startswith("/"))
+    return router
