@@ -97,7 +97,14 @@ class UpdateProfile(Body):
     time_zone: str | None = Field(default=None, max_length=64)
 
 
-SERVICE_COMMANDS: dict[str, type[BaseModel]] = {"remind_phase": RemindPhase, "update_profile": UpdateProfile}
+class ShowBoard(Body):
+    """Anyone may ask for the board: the engine answers them alone with ``board_shown``."""
+
+    type: Literal["show_board"] = "show_board"
+
+
+SERVICE_COMMANDS: dict[str, type[BaseModel]] = {"remind_phase": RemindPhase, "update_profile": UpdateProfile,
+                                                "show_board": ShowBoard}
 ALL_COMMANDS = {**COMMAND_MODELS, **SERVICE_COMMANDS}
 
 CommandBody = Annotated[Union[tuple(ALL_COMMANDS.values())], Field(discriminator="type")]  # type: ignore[valid-type]
@@ -159,6 +166,32 @@ class ChoicesOffered(Body):
     choices: tuple[Choice, ...]
 
 
+class QuestLine(Body):
+    quest: int
+    fails: int
+    failed: bool
+
+
+class BoardShown(Body):
+    """The public board, for the one who asked: quest track, vote track, leader, team, deadline."""
+
+    type: Literal["board_shown"] = "board_shown"
+    phase: Phase | None
+    phase_id: int
+    players: tuple[str, ...]
+    leader: str | None
+    quest: int
+    vote_track: int
+    quest_sizes: tuple[int, ...]
+    fails_needed: tuple[int, ...]
+    quest_results: tuple[QuestLine, ...]
+    team: tuple[str, ...]
+    excalibur_holder: str | None
+    lady_holder: str | None
+    waiting_for: tuple[str, ...]
+    deadline_at: datetime | None = None
+
+
 class PhaseReminder(Body):
     type: Literal["phase_reminder"] = "phase_reminder"
     phase: Phase
@@ -176,7 +209,7 @@ class ProfileUpdated(Body):
 
 SERVICE_EVENTS: dict[str, type[BaseModel]] = {
     "command_rejected": CommandRejected, "phase_reminder": PhaseReminder, "profile_updated": ProfileUpdated,
-    "choices_offered": ChoicesOffered,
+    "choices_offered": ChoicesOffered, "board_shown": BoardShown,
 }
 ALL_EVENTS = {**EVENT_MODELS, **SERVICE_EVENTS}
 EventBody = Annotated[Union[tuple(ALL_EVENTS.values())], Field(discriminator="type")]  # type: ignore[valid-type]

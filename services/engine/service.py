@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from shared.bus import Bus, PoisonMessage, Unroutable
 from shared.protocol import (
+    BoardShown,
     Choice,
     ChoicesOffered,
     CommandEnvelope,
@@ -29,6 +30,7 @@ from shared.protocol import (
     INTERNAL_EVENTS,
     PhaseReminder,
     ProfileUpdated,
+    QuestLine,
     audience_model,
     event_body,
     to_core_command,
@@ -43,6 +45,7 @@ from services.engine.rules import (
     legal_commands,
     new_game,
     pending_players,
+    view,
 )
 from services.engine.rules import events as core_events
 from services.engine.rules.errors import Rejection
@@ -214,6 +217,9 @@ class EngineService:
         if kind == "remind_phase":
             await self._remind(env, loaded)
             return
+        if kind == "show_board":
+            await self._show_board(env, loaded)
+            return
         seed = None
         if kind == "create_game":
             if loaded is None:
@@ -282,6 +288,24 @@ class EngineService:
             channels = set()
         await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="rejected",
                                 events=[(envelope, tuple(sorted(c for c in channels if c in _ROUTED)))])
+
+    async def _show_board(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
+        if loaded is None:
+            await self._reply_rejected(env, None, "unknown_game", {}, "There is no such game.")
+            return
+        v = view(loaded.state, None)
+        body = BoardShown(
+            phase=v.phase, phase_id=v.phase_id, players=v.players, leader=v.leader, quest=v.quest,
+            vote_track=v.vote_track, quest_sizes=v.quest_sizes, fails_needed=v.fails_needed,
+            quest_results=tuple(QuestLine(quest=r.quest, fails=r.fails, failed=r.failed) for r in v.quest_results),
+            team=v.team, excalibur_holder=v.excalibur_holder, lady_holder=v.lady_holder, waiting_for=v.waiting_for,
+            deadline_at=await self.store.deadline_of(env.game_id))
+        envelope = EventEnvelope(
+            message_id=f"board:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
+            audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
+        channels = tuple(sorted((channels_of(env.actor) | {env.channel}) & _ROUTED))
+        await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
+                           events=[(envelope, channels)])
 
     async def _remind(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
         state = loaded.state if loaded else None

@@ -243,6 +243,11 @@ class Store:
             rows = (await session.execute(select(GameRow).where(GameRow.deadline_at.is_not(None)))).scalars().all()
             return [OpenDeadline(r.id, r.phase_id, aware(r.deadline_at), r.timeout_seconds) for r in rows]
 
+    async def deadline_of(self, game_id: str) -> datetime | None:
+        async with self.sessions() as session:
+            row = await session.get(GameRow, game_id)
+            return aware(row.deadline_at) if row is not None else None
+
     async def event_log(self, game_id: str, *, include_internal: bool = False) -> list[EventEnvelope]:
         async with self.sessions() as session:
             rows = await session.execute(

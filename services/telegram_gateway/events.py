@@ -27,7 +27,9 @@ class EventPainter:
             chat = ids.chat_of(envelope.game_id)
             if chat is None:
                 return None
-            memo = memory.games[envelope.game_id] = GameMemo(envelope.game_id, chat)
+            memo = memory.games[envelope.game_id] = GameMemo(
+                envelope.game_id, chat, language=memory.chat_languages.get(chat, "en"),
+                title=memory.titles.get(chat, ""))
         return memo
 
     async def on_event(self, envelope: EventEnvelope) -> None:
@@ -79,7 +81,25 @@ class EventPainter:
 
     async def on_options_changed(self, memo, envelope, e) -> bool:
         memo.options = e.options
+        message = self.gw.memory.settings_messages.get(memo.game_id)
+        if message is not None:
+            from .routers.settings import settings_keyboard, settings_text
+
+            await self.gw.sender.edit(memo.chat_id, message, settings_text(self.gw, memo),
+                                      settings_keyboard(self.gw, memo))
         return False
+
+    async def on_conference_opened(self, memo, envelope, e) -> bool:
+        memo.council = list(e.members)
+        return False
+
+    async def on_board_shown(self, memo, envelope, e) -> bool:
+        chat = self.gw.memory.board_requests.pop(envelope.caused_by or "", None)
+        if chat is None:
+            return False
+        reader = None if chat < 0 else ids.player_id(chat)
+        await self.gw.sender.send(chat, self.gw.render(envelope, reader, memo))
+        return True
 
     async def on_game_started(self, memo, envelope, e) -> bool:
         memo.players, memo.options = list(e.seats), e.options

@@ -35,11 +35,11 @@ class TelegramGateway:
     # -- wiring -----------------------------------------------------------------------
 
     def dispatcher(self) -> Dispatcher:
-        from .routers import info, lobby, play, private
+        from .routers import info, lobby, play, private, settings
 
         dp = Dispatcher()
         dp["gw"] = self
-        dp.include_routers(private.build(), lobby.build(), play.build(), info.build())
+        dp.include_routers(private.build(), lobby.build(), settings.build(), play.build(), info.build())
         return dp
 
     async def start(self) -> None:
@@ -56,9 +56,10 @@ class TelegramGateway:
 
     # -- commands -----------------------------------------------------------------------
 
-    async def command(self, game: str, actor: str, body: dict[str, Any], phase_id: int | None = None) -> None:
-        await self.bus.send_command(CommandEnvelope(game_id=game, actor=actor, channel="telegram",
-                                                    phase_id=phase_id, command=body))
+    async def command(self, game: str, actor: str, body: dict[str, Any], phase_id: int | None = None) -> str:
+        envelope = CommandEnvelope(game_id=game, actor=actor, channel="telegram", phase_id=phase_id, command=body)
+        await self.bus.send_command(envelope)
+        return envelope.message_id
 
     def remember_user(self, user) -> str:
         player = ids.player_id(user.id)

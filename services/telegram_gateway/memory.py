@@ -27,6 +27,8 @@ class GameMemo:
     vote_message: int | None = None
     voted: list[str] = field(default_factory=list)
     language: str = "en"
+    title: str = ""
+    council: list[str] = field(default_factory=list)  # the evil council, as this gateway was told
     over: bool = False
     seen_seq: int = 0
 
@@ -39,6 +41,13 @@ class Memory:
     languages: dict[str, str] = field(default_factory=dict)  # player id -> language
     reachable: set[str] = field(default_factory=set)  # players who opened a private chat
     offers: dict[tuple[str, str], Any] = field(default_factory=dict)  # (game, player) -> ChoicesOffered
+    board_requests: dict[str, int] = field(default_factory=dict)  # command id -> chat to answer in
+    chat_languages: dict[int, str] = field(default_factory=dict)
+    titles: dict[int, str] = field(default_factory=dict)
+    settings_messages: dict[str, int] = field(default_factory=dict)  # game -> its settings message
+
+    def games_of(self, player: str) -> list[GameMemo]:
+        return [m for m in self.games.values() if player in m.players and not m.over]
 
     def game_of_chat(self, chat_id: int) -> GameMemo | None:
         game = self.current.get(chat_id)

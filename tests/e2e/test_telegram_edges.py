@@ -105,3 +105,38 @@ async def test_a_429_storm_delays_messages_but_loses_none(world):
     assert sum(m.text.count("joined the game") for m in joined) == len(users), "every announcement arrived"
     assert fake.rate_limit_hits or fake.calls("sendMessage", ok=False), "Telegram pushed back"
     await asyncio.sleep(0)
+
+
+async def test_the_host_changes_settings_with_buttons_and_others_cannot(world):
+    fake, group, users, gateway = world
+    await lobby_of(fake, group, users[:5])
+    await users[0].send(group, "/settings")
+    panel = await fake.wait_for_message(group, timeout=10,
+                                        where=lambda m: any(d.startswith("s:") for d in m.callback_data))
+    lady = next(b for b in panel.buttons if "Lady of the Lake" in b["text"])
+    assert lady["text"].startswith("▫️")
+    await users[1].press(panel, lady["callback_data"])
+    await fake.wait_for(lambda: alerts(fake, "Only the host"), timeout=10)
+    await users[0].press(panel, lady["callback_data"])
+    await fake.wait_for(lambda: any(b["text"].startswith("✅") and "Lady of the Lake" in b["text"]
+                                    for b in fake.messages(group)[fake.messages(group).index(panel)].buttons)
+                        if panel in fake.messages(group) else False, timeout=10)
+    await fake.wait_for_message(group, "The settings changed", timeout=10)
+
+
+async def test_status_rules_help_mygames_and_lang_answer(world):
+    fake, group, users, gateway = world
+    await started_game(fake, group, users[:5])
+    await users[1].send(group, "/status")
+    board = await fake.wait_for_message(group, "📋", timeout=10)
+    assert "Quest 1" in board.text and "Vote track" in board.text
+    await users[1].send(group, "/rules")
+    await fake.wait_for_message(group, "Missed deadlines", timeout=10)
+    await users[1].send(group, "/help")
+    await fake.wait_for_message(group, "/newgame", timeout=10)
+    await users[1].send(None, "/mygames")
+    await fake.wait_for_message(users[1].private_chat, "Camelot", timeout=10)
+    await users[1].send(group, "/lang ru")
+    await fake.wait_for_message(group, "Язык", timeout=10)
+    await users[1].send(group, "/status")
+    await fake.wait_for_message(group, "Задание 1", timeout=10)

@@ -231,3 +231,18 @@ async def test_the_scheduler_reminds_before_a_deadline_and_ignores_stale_reminde
     assert len(reminders) == 1
     assert reminders[0].event.waiting_for == (state.players[state.leader],)
     assert reminders[0].event.seconds_left == 60
+
+
+async def test_anyone_can_ask_for_the_board_and_only_they_get_it(harness):
+    for envelope in lobby_commands("g9", 5):
+        await harness.send_and_wait(envelope)
+    before = await harness.store.load("g9")
+    state = before.state
+    ask = CommandEnvelope(game_id="g9", actor="test:p3", command={"type": "show_board"})
+    await harness.send_and_wait(ask)
+    await harness.bus.idle()
+    reply = next(e for e in harness.seen if e.caused_by == ask.message_id)
+    assert reply.event.type == "board_shown" and reply.audience.players == ("test:p3",)
+    assert reply.event.leader == state.players[state.leader]
+    assert reply.event.quest_sizes == (2, 3, 2, 3, 3) and reply.event.deadline_at is not None
+    assert (await harness.store.load("g9")).version == before.version, "asking changes nothing"

@@ -7,6 +7,8 @@ from datetime import datetime, timedelta, timezone
 
 from shared.protocol import (
     INTERNAL_EVENTS,
+    BoardShown,
+    QuestLine,
     Choice,
     ChoicesOffered,
     CommandRejected,
@@ -65,7 +67,12 @@ def service_envelopes() -> list[EventEnvelope]:
                Choice(kind=CommandKind.ACCUSE, targets=("p2", "p3")),
                Choice(kind=CommandKind.HAND_SHOT, targets=("p4",)), Choice(kind=CommandKind.SPEAK_LAST_WORD),
                Choice(kind=CommandKind.CONFER)]
-    out = [envelope(ChoicesOffered(player="p1", phase=Phase.PROPOSAL, phase_id=4, choices=tuple(choices)),
+    board = BoardShown(phase=Phase.VOTE, phase_id=7, players=("p1", "p2", "p3", "p4", "p5", "p6", "p7"), leader="p2",
+                       quest=2, vote_track=1, quest_sizes=(2, 3, 3, 4, 4), fails_needed=(1, 1, 1, 2, 1),
+                       quest_results=(QuestLine(quest=1, fails=1, failed=True),), team=("p2", "p3", "p4"),
+                       excalibur_holder="p3", lady_holder="p6", waiting_for=("p5",), deadline_at=NOW)
+    out = [envelope(board, private, 898),
+           envelope(ChoicesOffered(player="p1", phase=Phase.PROPOSAL, phase_id=4, choices=tuple(choices)),
                     private, 899),
            envelope(PhaseReminder(phase=Phase.VOTE, phase_id=3, seconds_left=90, waiting_for=("p2", "p3")),
                     public, 900),

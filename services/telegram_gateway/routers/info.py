@@ -7,7 +7,22 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
 from services.engine.rules import MissedRule
-from shared.narration.render import LOCALES, glossary
+from shared.narration.render import LOCALES, glossary, ui_text
+
+
+async def status(message: Message, gw) -> None:
+    """The board, answered by the engine (it alone knows the game), in this chat."""
+    player = gw.remember_user(message.from_user)
+    if message.chat.type == "private":
+        games = gw.memory.games_of(player)
+        memo = games[-1] if games else None
+    else:
+        memo = gw.memory.game_of_chat(message.chat.id)
+    if memo is None:
+        await message.answer(gw.ui(None, player, "no_game"))
+        return
+    command_id = await gw.command(memo.game_id, player, {"type": "show_board"})
+    gw.memory.board_requests[command_id] = message.chat.id
 
 
 async def help_(message: Message, gw) -> None:
@@ -36,17 +51,17 @@ async def lang(message: Message, command: CommandObject, gw) -> None:
         gw.memory.languages[player] = wanted
         await gw.command(f"profile:{player}", player, {"type": "update_profile", "language": wanted})
     else:
+        gw.memory.chat_languages[message.chat.id] = wanted
         memo = gw.memory.game_of_chat(message.chat.id)
         if memo is not None:
             memo.language = wanted
-    await message.answer(gw.ui(None, None, "language_set", language=glossary(wanted)["language_name"])
-                         if message.chat.type != "private" else
-                         gw.ui(None, player, "language_set", language=glossary(wanted)["language_name"]))
+    await message.answer(ui_text(wanted, "language_set", language=glossary(wanted)["language_name"]))
 
 
 def build() -> Router:
     """A fresh router (a router belongs to one dispatcher)."""
     router = Router(name="info")
+    router.message.register(status, Command("status"))
     router.message.register(help_, Command("help"))
     router.message.register(rules, Command("rules"))
     router.message.register(lang, Command("lang"))

@@ -24,6 +24,7 @@ async def new_game(message: Message, command: CommandObject, gw) -> None:
     if command.args and command.args.strip().lower() in {p.value for p in Preset}:
         preset = Preset(command.args.strip().lower())
     game = ids.game_id(message.chat.id, message.message_id)
+    gw.memory.titles[message.chat.id] = message.chat.title or ""
     options = Options.preset_defaults(preset)
     await gw.command(game, host, {"type": "create_game", "options": options})
 

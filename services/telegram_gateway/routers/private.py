@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from aiogram import F, Router
-from aiogram.filters import CommandObject, CommandStart
+from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import Message
 
 PRIVATE = F.chat.type == "private"
@@ -21,6 +21,17 @@ async def start(message: Message, command: CommandObject, gw) -> None:
             await gw.command(game, player, {"type": "join"})
 
 
+async def my_games(message: Message, gw) -> None:
+    player = gw.remember_user(message.from_user)
+    games = gw.memory.games_of(player)
+    if not games:
+        await message.answer(gw.ui(None, player, "no_games"))
+        return
+    lines = [gw.ui(memo, player, "my_game", title=memo.title or str(memo.chat_id), phase=memo.phase)
+             for memo in games]
+    await message.answer("\n".join(lines))
+
+
 async def free_text(message: Message, gw) -> None:
     """During the assassination an evil player's words go to the council; the accused's are his last word."""
     player = gw.remember_user(message.from_user)
@@ -32,8 +43,9 @@ async def free_text(message: Message, gw) -> None:
         if "speak_last_word" in kinds:
             await gw.command(game, player, {"type": "speak_last_word", "text": message.text}, offer.phase_id)
             return
-        if "confer" in kinds:
-            await gw.command(game, player, {"type": "confer", "text": message.text}, offer.phase_id)
+    for memo in gw.memory.games_of(player):  # the evil council, relayed by the engine to its members
+        if memo.phase in ("assassination", "last_word") and player in memo.council:
+            await gw.command(memo.game_id, player, {"type": "confer", "text": message.text})
             return
 
 
@@ -41,5 +53,6 @@ def build() -> Router:
     """A fresh router (a router belongs to one dispatcher)."""
     router = Router(name="private")
     router.message.register(start, CommandStart(), PRIVATE)
+    router.message.register(my_games, Command("mygames"), PRIVATE)
     router.message.register(free_text, PRIVATE, F.text, ~F.text.startswith("/"))
     return router
