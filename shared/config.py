@@ -17,4 +17,8 @@ class Settings(BaseSettings):
     delivery_limit: int = 5
     log_level: str = "INFO"
     telegram_bot_token: str | None = None
-    telegram_api_url: str | None = None
+    telegram_api_url: str | None = None  # a custom Bot API server (self-hosted, or a test stand-in)
+    #: Webhook mode instead of long polling: the public URL Telegram posts to, with a secret token.
+    telegram_webhook_url: str | None = None
+    telegram_webhook_secret: str | None = None
+    telegram_webhook_listen: str = "0.0.0.0:8080"

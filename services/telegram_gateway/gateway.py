@@ -30,7 +30,8 @@ class TelegramGateway:
         self.narrator = Narrator()
         self.memory = Memory()
         self.bot_username = bot_username
-        self.sender = Sender(bot, limits, on_forbidden=self._forbidden, on_failure=self._failed)
+        self.sender = Sender(bot, limits, on_forbidden=self._forbidden, on_failure=self._failed,
+                             on_migrate=self.migrated)
 
     # -- wiring -----------------------------------------------------------------------
 
@@ -123,6 +124,10 @@ class TelegramGateway:
                 name = self.memory.names.get(player, str(chat_id))
                 link = self.deep_link(memo.game_id)
                 self.sender.send_soon(memo.chat_id, self.ui(memo, None, "unreachable", name=name, link=link))
+
+    def migrated(self, old: int, new: int) -> None:
+        self.sender.migrated[old] = new
+        self.memory.migrate(old, new)
 
     async def _failed(self, chat_id: int, text: str) -> None:
         log.error("could not deliver to %s after every retry: %r", chat_id, text[:200])

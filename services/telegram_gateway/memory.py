@@ -46,6 +46,15 @@ class Memory:
     titles: dict[int, str] = field(default_factory=dict)
     settings_messages: dict[str, int] = field(default_factory=dict)  # game -> its settings message
 
+    def migrate(self, old: int, new: int) -> None:
+        """A group became a supergroup with a new id: its games follow it."""
+        for memo in self.games.values():
+            if memo.chat_id == old:
+                memo.chat_id = new
+        for mapping in (self.current, self.chat_languages, self.titles):
+            if old in mapping:
+                mapping[new] = mapping.pop(old)
+
     def games_of(self, player: str) -> list[GameMemo]:
         return [m for m in self.games.values() if player in m.players and not m.over]
 

@@ -52,11 +52,13 @@ class _Job:
 class Sender:
     def __init__(self, bot: Bot, limits: Limits | None = None, *,
                  on_forbidden: Callable[[int], Awaitable[None]] | None = None,
-                 on_failure: Callable[[int, str], Awaitable[None]] | None = None) -> None:
+                 on_failure: Callable[[int, str], Awaitable[None]] | None = None,
+                 on_migrate: Callable[[int, int], None] | None = None) -> None:
         self.bot = bot
         self.limits = limits or Limits()
         self.on_forbidden = on_forbidden
         self.on_failure = on_failure
+        self.on_migrate = on_migrate
         self.migrated: dict[int, int] = {}
         self._queues: dict[int, deque[_Job]] = {}
         self._wakeups: dict[int, asyncio.Event] = {}
@@ -135,6 +137,8 @@ class Sender:
             except TelegramMigrateToChat as error:
                 log.info("chat %s migrated to %s", job.chat_id, error.migrate_to_chat_id)
                 self.migrated[job.chat_id] = error.migrate_to_chat_id
+                if self.on_migrate is not None:
+                    self.on_migrate(job.chat_id, error.migrate_to_chat_id)
                 job.chat_id = error.migrate_to_chat_id
             except TelegramForbiddenError:
                 if self.on_forbidden is not None:

@@ -140,3 +140,11 @@ async def test_status_rules_help_mygames_and_lang_answer(world):
     await fake.wait_for_message(group, "Язык", timeout=10)
     await users[1].send(group, "/status")
     await fake.wait_for_message(group, "Задание 1", timeout=10)
+
+
+async def test_a_group_migrated_to_a_supergroup_keeps_its_game(world):
+    fake, group, users, gateway = world
+    await lobby_of(fake, group, users[:5])
+    supergroup = await fake.migrate_to_supergroup(group)
+    await users[0].send(supergroup, "/startgame")
+    await fake.wait_for_message(supergroup, "The game begins", timeout=15)

@@ -86,9 +86,15 @@ async def cancel(message: Message, gw) -> None:
     await gw.command(memo.game_id, player, {"type": "cancel_game"})
 
 
+async def migrated(message: Message, gw) -> None:
+    """Telegram's service message in the new supergroup: the group's games follow it."""
+    gw.migrated(message.migrate_from_chat_id, message.chat.id)
+
+
 def build() -> Router:
     """A fresh router (a router belongs to one dispatcher)."""
     router = Router(name="lobby")
+    router.message.register(migrated, F.migrate_from_chat_id)
     router.message.register(new_game, Command("newgame"), GROUPS)
     router.message.register(join, Command("join"), GROUPS)
     router.callback_query.register(join_button, JoinCb.filter())
