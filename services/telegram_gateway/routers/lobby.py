@@ -54,20 +54,24 @@ async def join_button(query: CallbackQuery, callback_data: JoinCb, gw) -> None:
     await query.answer(gw.ui(memo, player, "sent"))
 
 
-async def leave(message: Message, gw) -> None:
+async def _group_game(message: Message, gw):
+    """(player, the group's open game); None for the game after telling the sender there is none."""
     player = gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
     if memo is None:
         await message.reply(gw.ui(None, player, "no_game"))
-        return
-    await gw.command(memo.game_id, player, {"type": "leave"})
+    return player, memo
+
+
+async def leave(message: Message, gw) -> None:
+    player, memo = await _group_game(message, gw)
+    if memo is not None:
+        await gw.command(memo.game_id, player, {"type": "leave"})
 
 
 async def start_game(message: Message, gw) -> None:
-    player = gw.remember_user(message.from_user)
-    memo = gw.memory.game_of_chat(message.chat.id)
+    player, memo = await _group_game(message, gw)
     if memo is None:
-        await message.reply(gw.ui(None, player, "no_game"))
         return
     unreachable = [p for p in memo.players if p not in gw.memory.reachable]
     if unreachable:  # every player must be able to receive their role privately
@@ -78,12 +82,9 @@ async def start_game(message: Message, gw) -> None:
 
 
 async def cancel(message: Message, gw) -> None:
-    player = gw.remember_user(message.from_user)
-    memo = gw.memory.game_of_chat(message.chat.id)
-    if memo is None:
-        await message.reply(gw.ui(None, player, "no_game"))
-        return
-    await gw.command(memo.game_id, player, {"type": "cancel_game"})
+    player, memo = await _group_game(message, gw)
+    if memo is not None:
+        await gw.command(memo.game_id, player, {"type": "cancel_game"})
 
 
 async def migrated(message: Message, gw) -> None:

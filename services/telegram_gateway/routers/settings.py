@@ -10,7 +10,8 @@ from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from services.engine.rules import Lancelot, Options, Preset, Timers
+from services.engine.rules import Lancelot, Options, Preset, Role, Timers
+from services.engine.rules import tables
 from services.engine.rules.options import FORUM_TIMERS
 from shared.narration.render import LOCALES, glossary, pick_locale
 
@@ -23,6 +24,10 @@ SPEEDS = {
     "normal": Timers(),
     "forum": FORUM_TIMERS,
 }
+#: Steps each phase's timer cycles through (seconds).
+STEPS = [60, 120, 300, 600, 1800, 3600, 6 * 3600, 24 * 3600, 48 * 3600]
+PHASE_TIMERS = ("proposal", "vote", "quest", "excalibur", "lady", "assassination", "last_word")
+OPTIONAL = [Role.PERCIVAL, Role.MORGANA, Role.MORDRED, Role.OBERON]
 TOGGLES = {"lady": "lady", "excalibur": "excalibur", "anon": "anonymous_votes", "gmf": "good_may_fail",
            "lw": "last_word", "del": "assassin_may_delegate", "obk": "oberon_known_to_evil"}
 
@@ -52,18 +57,40 @@ def settings_keyboard(gw, memo):
         kb.button(text=f"{flag(getattr(o, field))} {labels[key]}", callback_data=SetCb(game=memo.game_id, key=key))
     lancelot = words["lancelot_none"] if o.lancelot is Lancelot.NONE else f"{words['lancelot_variant']} {o.lancelot.value}"
     kb.button(text=f"{words['lancelot']}: {lancelot}", callback_data=SetCb(game=memo.game_id, key="lancelot"))
+    roles = o.roles if o.roles is not None else standard_roles(len(memo.players))
+    role_names = glossary(pick_locale((memo.language,)))["roles"]
+    for role in OPTIONAL:
+        kb.button(text=f"{flag(role in roles)} {role_names[role.value]}",
+                  callback_data=SetCb(game=memo.game_id, key=f"r_{role.value}"))
     kb.button(text=f"⏳ {words['timers']}", callback_data=SetCb(game=memo.game_id, key="speed"))
+    phase_names = glossary(pick_locale((memo.language,)))["phases"]
+    for phase in PHASE_TIMERS:
+        kb.button(text=f"⏳ {phase_names[phase]}: {gw_left(gw, memo, getattr(o.timers, phase))}",
+                  callback_data=SetCb(game=memo.game_id, key=f"t_{phase}"))
     kb.button(text=f"🌐 {glossary(pick_locale((memo.language,)))['language_name']}",
               callback_data=SetCb(game=memo.game_id, key="lang"))
     kb.adjust(1)
     return kb.as_markup()
 
 
+def standard_roles(players: int) -> tuple[Role, ...]:
+    """The standard set the engine deals when the host chose none (RULES.md section 2)."""
+    n = min(max(players, 5), 12)
+    return tuple(tables.STANDARD_GOOD) + tuple(tables.STANDARD_EVIL[n])
+
+
+def gw_left(gw, memo, seconds: int) -> str:
+    from shared.narration.render import environment
+
+    locale = pick_locale((memo.language,))
+    return environment(locale).from_string("{{ s|left }}").render(s=seconds)
+
+
 def _next(items: list, current):
     return items[(items.index(current) + 1) % len(items)] if current in items else items[0]
 
 
-def changed(options: Options, key: str) -> Options:
+def changed(options: Options, key: str, players: int = 5) -> Options:
     if key == "preset":
         preset = _next(PRESETS, options.preset)
         return replace(Options.preset_defaults(preset), lady=options.lady, excalibur=options.excalibur,
@@ -73,6 +100,16 @@ def changed(options: Options, key: str) -> Options:
         return replace(options, **{field: not getattr(options, field)})
     if key == "lancelot":
         return replace(options, lancelot=_next(LANCELOTS, options.lancelot))
+    if key.startswith("r_"):
+        role = Role(key[2:])
+        current = set(options.roles if options.roles is not None else standard_roles(players))
+        current ^= {role}
+        return replace(options, roles=tuple(r for r in OPTIONAL if r in current))
+    if key.startswith("t_") and key[2:] in PHASE_TIMERS:
+        phase = key[2:]
+        now = getattr(options.timers, phase)
+        step = next((s for s in STEPS if s > now), STEPS[0])
+        return replace(options, timers=replace(options.timers, **{phase: step}))
     if key == "speed":
         current = next((name for name, t in SPEEDS.items() if t == options.timers), "normal")
         return replace(options, timers=SPEEDS[_next(list(SPEEDS), current)])
@@ -106,7 +143,7 @@ async def press(query: CallbackQuery, callback_data: SetCb, gw) -> None:
         await gw.sender.edit(memo.chat_id, query.message.message_id, settings_text(gw, memo),
                              settings_keyboard(gw, memo))
         return
-    options = changed(memo.options or Options(), callback_data.key)
+    options = changed(memo.options or Options(), callback_data.key, len(memo.players))
     await gw.command(memo.game_id, player, {"type": "change_options", "options": options})
     await query.answer(gw.ui(memo, player, "sent"))
 
