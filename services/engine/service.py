@@ -77,13 +77,14 @@ def channels_of(player: str) -> set[str]:
 
 class EngineService:
     def __init__(self, store: Store, bus: Bus, scheduler: DeadlineScheduler | None = None, *,
-                 cache_size: int = 20_000) -> None:
+                 cache_size: int = 20_000, prefetch: int = 512) -> None:
         self.store = store
         self.bus = bus
         self.scheduler = scheduler
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         self._cache: OrderedDict[str, LoadedGame] = OrderedDict()
         self._cache_size = cache_size
+        self.prefetch = prefetch  # commands in flight: many games at once, each game in order
         self._extra_channels: dict[str, set[str]] = {}
         self._published: list[int] = []  # published, not yet marked in the outbox
         self._dirty: set[str] = set()  # games with events the bus did not take
@@ -102,7 +103,7 @@ class EngineService:
                                    deadline.timeout_seconds)
         self._flusher = asyncio.create_task(self._flush_loop())
         if consume:
-            await self.bus.consume_commands(self.handle_raw)
+            await self.bus.consume_commands(self.handle_raw, prefetch=self.prefetch)
 
     async def stop(self) -> None:
         if self.scheduler is not None:
