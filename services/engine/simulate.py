@@ -13,7 +13,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .rules import (
-    Accepted,
     Assassinate,
     Accuse,
     CastVote,

@@ -7,7 +7,6 @@ import asyncio
 
 import pytest
 
-from .conftest import NAMES
 
 
 async def lobby_of(fake, group, users, *, started=True):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -11,7 +10,7 @@ from sqlalchemy import update
 from shared.bus import InProcessBus
 from shared.protocol import EVENT_MODELS, CommandEnvelope, to_core_event
 from services.engine.deadlines import DeadlineScheduler
-from services.engine.rules import CastVote, Phase, replay_events
+from services.engine.rules import Phase, replay_events
 from services.engine.service import EngineService
 from services.engine.store import Store
 from services.engine.tables import GameRow

@@ -19,7 +19,6 @@ from shared.protocol import (
     EventEnvelope,
     event_body,
     from_core_command,
-    json_schema,
     to_core_command,
     to_core_event,
 )
