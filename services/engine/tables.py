@@ -66,3 +66,13 @@ class PlayerRow(SQLModel, table=True):
     time_zone: str | None = Field(default=None, max_length=64)
     created_at: datetime = Field(sa_type=DateTime(timezone=True))
     updated_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class GatewayStateRow(SQLModel, table=True):
+    """A gateway's memory, as one snapshot per gateway."""
+
+    __tablename__ = "gateway_state"
+
+    key: str = Field(primary_key=True, max_length=100)
+    blob: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    updated_at: datetime = Field(sa_type=DateTime(timezone=True))

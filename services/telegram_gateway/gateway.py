@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 
 
 class TelegramGateway:
-    def __init__(self, bot: Bot, bus: Bus, *, limits: Limits | None = None, bot_username: str = "") -> None:
+    def __init__(self, bot: Bot, bus: Bus, *, limits: Limits | None = None, bot_username: str = "",
+                 database_url: str | None = None) -> None:
         self.bot = bot
         self.bus = bus
         self.narrator = Narrator()
@@ -32,6 +33,11 @@ class TelegramGateway:
         self.bot_username = bot_username
         self.sender = Sender(bot, limits, on_forbidden=self._forbidden, on_failure=self._failed,
                              on_migrate=self.migrated)
+        self.keeper = None
+        if database_url:
+            from .persist import MemoryKeeper
+
+            self.keeper = MemoryKeeper(database_url, lambda: self.memory)
 
     # -- wiring -----------------------------------------------------------------------
 
@@ -46,6 +52,9 @@ class TelegramGateway:
     async def start(self) -> None:
         from .events import EventPainter
 
+        if self.keeper is not None:
+            self.memory = await self.keeper.load() or self.memory
+            self.keeper.start()
         if not self.bot_username:
             me = await self.bot.get_me()
             self.bot_username = me.username or ""
@@ -54,6 +63,8 @@ class TelegramGateway:
 
     async def close(self) -> None:
         await self.sender.close()
+        if self.keeper is not None:
+            await self.keeper.close()
 
     # -- commands -----------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ class TelegramRunner:
     def __init__(self, settings: Settings, bus) -> None:
         self.settings = settings
         self.bot = make_bot(settings)
-        self.gateway = TelegramGateway(self.bot, bus)
+        self.gateway = TelegramGateway(self.bot, bus, database_url=settings.database_url)
         self.dispatcher = self.gateway.dispatcher()
         self._polling: asyncio.Task | None = None
         self._web: web.AppRunner | None = None

@@ -94,7 +94,7 @@ async def test_a_player_who_blocked_the_bot_is_reported_to_the_group(world):
     assert victim.first_name in notice.text
 
 
-@pytest.mark.parametrize("world", [None], indirect=True)
+@pytest.mark.parametrize("telegram_world", [None], indirect=True)
 async def test_a_429_storm_delays_messages_but_loses_none(world):
     fake, group, users, gateway = world
     fake.rate_limit(per_chat_per_second=2, per_group_per_minute=30, global_per_second=30)
@@ -147,3 +147,15 @@ async def test_a_group_migrated_to_a_supergroup_keeps_its_game(world):
     supergroup = await fake.migrate_to_supergroup(group)
     await users[0].send(supergroup, "/startgame")
     await fake.wait_for_message(supergroup, "The game begins", timeout=15)
+
+
+async def test_a_gateway_restarted_mid_game_remembers_the_game_and_its_buttons(telegram_world):
+    fake, group, users, process = telegram_world
+    picker = await started_game(fake, group, users[:5])
+    await process.stop()
+    await process.start()  # a new process: everything it knows comes from the database
+    leader = next(u for u in users if picker.text.startswith(f"👑 {u.first_name}:"))
+    await leader.press(picker, picker.callback_data[0])
+    await fake.wait_for(lambda: any("1 selected" in m.text for m in fake.messages(group)), timeout=10)
+    await users[1].send(group, "/status")
+    await fake.wait_for_message(group, "📋", timeout=10)

@@ -1,0 +1,76 @@
+"""The gateway's memory survives a restart: a snapshot in the project's database, written
+at most once a second when it changed, and on shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import pickle
+from datetime import datetime, timezone
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from services.engine.store import Store
+from services.engine.tables import GatewayStateRow
+
+from .memory import Memory
+
+log = logging.getLogger(__name__)
+KEY = "telegram"
+
+
+class MemoryKeeper:
+    def __init__(self, database_url: str, memory_of, *, interval: float = 1.0) -> None:
+        self.store = Store(database_url)
+        self.memory_of = memory_of  # a callable returning the live Memory
+        self.interval = interval
+        self._last: bytes | None = None
+        self._task: asyncio.Task | None = None
+
+    async def load(self) -> Memory | None:
+        await self.store.migrate()
+        async with self.store.sessions() as session:
+            row = (await session.execute(select(GatewayStateRow).where(GatewayStateRow.key == KEY))).scalar()
+        if row is None:
+            return None
+        try:
+            memory = pickle.loads(row.blob)  # noqa: S301 - our own snapshot
+        except Exception:  # an older, unreadable snapshot: start afresh rather than not at all
+            log.exception("the gateway's saved memory could not be read; starting empty")
+            return None
+        self._last = row.blob
+        return memory if isinstance(memory, Memory) else None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.save()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("could not save the gateway's memory; retrying")
+
+    async def save(self) -> None:
+        blob = pickle.dumps(self.memory_of(), protocol=pickle.HIGHEST_PROTOCOL)
+        if blob == self._last:
+            return
+        now = datetime.now(timezone.utc)
+        dialect = self.store.engine.dialect.name
+        insert = (postgresql if dialect == "postgresql" else sqlite).insert
+        statement = insert(GatewayStateRow).values(key=KEY, blob=blob, updated_at=now)
+        statement = statement.on_conflict_do_update(index_elements=["key"], set_={"blob": blob, "updated_at": now})
+        async with self.store.engine.begin() as conn:
+            await conn.execute(statement)
+        self._last = blob
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self.save()
+        await self.store.close()
