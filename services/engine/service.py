@@ -21,16 +21,10 @@ from pydantic import ValidationError
 
 from shared.bus import Bus, PoisonMessage, Unroutable
 from shared.protocol import (
-    BoardShown,
-    Choice,
-    ChoicesOffered,
     CommandEnvelope,
     CommandRejected,
     EventEnvelope,
     INTERNAL_EVENTS,
-    PhaseReminder,
-    ProfileUpdated,
-    QuestLine,
     audience_model,
     event_body,
     to_core_command,
@@ -40,17 +34,18 @@ from services.engine.rules import (
     Accepted,
     Audience,
     AudienceKind,
-    CommandKind,
     apply,
-    legal_commands,
     new_game,
     pending_players,
-    view,
 )
 from services.engine.rules import events as core_events
 from services.engine.rules.errors import Rejection
 
 from .deadlines import DeadlineScheduler
+from .group_commit import GroupCommit
+from .routing import ROUTED as _ROUTED
+from .routing import channels_of, choices_for
+from .side_commands import SideCommands
 from .store import KEEP, Conflict, Duplicate, LoadedGame, Outgoing, Store
 
 log = logging.getLogger(__name__)
@@ -58,24 +53,7 @@ log = logging.getLogger(__name__)
 #: The events the command being handled (in this task) committed and must publish.
 _OUTGOING: ContextVar[list[Outgoing]] = ContextVar("outgoing")
 
-CHANNEL_PREFIXES = {"tg": "telegram", "mail": "email", "test": "test"}
-
-
-def choices_for(state, player: str) -> ChoicesOffered:
-    legal = [c for c in legal_commands(state, player) if c.kind is not CommandKind.CANCEL_GAME]
-    return ChoicesOffered(player=player, phase=state.phase, phase_id=state.phase_id, choices=tuple(
-        Choice(kind=c.kind, targets=c.targets, count=c.count, cards=c.cards, excalibur=c.excalibur,
-               optional=c.optional) for c in legal))
-
-
-def channels_of(player: str) -> set[str]:
-    """The channel a player id was minted by: ``tg:123`` is Telegram, ``mail:a@b`` email."""
-    prefix = player.split(":", 1)[0]
-    channel = CHANNEL_PREFIXES.get(prefix)
-    return {channel} if channel else set()
-
-
-class EngineService:
+class EngineService(SideCommands):
     def __init__(self, store: Store, bus: Bus, scheduler: DeadlineScheduler | None = None, *,
                  cache_size: int = 20_000, prefetch: int = 512) -> None:
         self.store = store
@@ -290,60 +268,6 @@ class EngineService:
         await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="rejected",
                                 events=[(envelope, tuple(sorted(c for c in channels if c in _ROUTED)))])
 
-    async def _show_board(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
-        if loaded is None:
-            await self._reply_rejected(env, None, "unknown_game", {}, "There is no such game.")
-            return
-        v = view(loaded.state, None)
-        body = BoardShown(
-            phase=v.phase, phase_id=v.phase_id, players=v.players, leader=v.leader, quest=v.quest,
-            vote_track=v.vote_track, quest_sizes=v.quest_sizes, fails_needed=v.fails_needed,
-            quest_results=tuple(QuestLine(quest=r.quest, fails=r.fails, failed=r.failed) for r in v.quest_results),
-            team=v.team, excalibur_holder=v.excalibur_holder, lady_holder=v.lady_holder, waiting_for=v.waiting_for,
-            deadline_at=await self.store.deadline_of(env.game_id))
-        envelope = EventEnvelope(
-            message_id=f"board:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
-            audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
-        channels = tuple(sorted((channels_of(env.actor) | {env.channel}) & _ROUTED))
-        await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
-                           events=[(envelope, channels)])
-
-    async def _remind(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
-        state = loaded.state if loaded else None
-        if state is None or state.over or state.phase_id != env.phase_id:
-            await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="ignored", events=[])
-            return
-        seq = loaded.version + 1
-        body = PhaseReminder(phase=state.phase, phase_id=state.phase_id, seconds_left=env.command.seconds_left,
-                             waiting_for=pending_players(state))
-        envelope = EventEnvelope(
-            message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=utcnow(),
-            audience=audience_model(core_events.PUBLIC), caused_by=env.message_id, event=body)
-        await self._commit(
-            game_id=env.game_id, message_id=env.message_id, outcome="accepted",
-            events=[(envelope, self._channels(envelope, state, loaded.origin_channel))], state=state,
-            expected_version=loaded.version)
-        self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel))
-
-    async def _update_profile(self, env: CommandEnvelope) -> None:
-        c = env.command
-        row = await self.store.upsert_player(env.actor, display_name=c.display_name, language=c.language,
-                                             telegram_chat_id=c.telegram_chat_id, email=c.email,
-                                             time_zone=c.time_zone)
-        extra = set()
-        if row.telegram_chat_id is not None:
-            extra.add("telegram")
-        if row.email:
-            extra.add("email")
-        self._extra_channels[env.actor] = extra
-        body = ProfileUpdated(player=env.actor, display_name=row.display_name, language=row.language)
-        envelope = EventEnvelope(
-            message_id=f"profile:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
-            audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
-        channels = tuple(sorted((channels_of(env.actor) | extra) & _ROUTED))
-        await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
-                                events=[(envelope, channels)])
-
     # -- loading, routing, publishing --------------------------------------------------
 
     async def _load(self, game_id: str) -> LoadedGame | None:
@@ -395,62 +319,3 @@ class EngineService:
                 done.append(item.id)
             await self.store.mark_published(done)
             published += len(done)
-
-
-class GroupCommit:
-    """Group commit: the commands of different games that are ready at the same moment are
-    committed in one transaction. Each handler still waits for its own commit (and holds its
-    game's lock meanwhile), so nothing is acknowledged or published before it is durable."""
-
-    def __init__(self, store: Store, max_batch: int = 256, parallel: int = 1) -> None:
-        self.store = store
-        self.max_batch = max_batch
-        self.parallel = parallel  # batches in flight at once: a commit waits on the disk, not the CPU
-        self._pending: list[tuple[dict, asyncio.Future]] = []
-        self._running = 0
-
-    async def commit(self, request: dict) -> list[Outgoing]:
-        future = asyncio.get_running_loop().create_future()
-        self._pending.append((request, future))
-        if self._running < self.parallel:
-            self._running += 1
-            asyncio.create_task(self._run())
-        return await future
-
-    async def _run(self) -> None:
-        try:
-            await asyncio.sleep(0)  # let the other handlers that are ready join this batch
-            while self._pending:
-                batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch:]
-                await self._commit_batch(batch)
-        finally:
-            self._running -= 1
-
-    async def _commit_batch(self, batch: list[tuple[dict, asyncio.Future]]) -> None:
-        try:
-            results = await self.store.commit_many([request for request, _ in batch])
-        except Exception as error:
-            if len(batch) == 1:
-                _settle(batch[0][1], error=error)
-                return
-            for request, future in batch:  # one by one, to single out the duplicate or conflict
-                try:
-                    _settle(future, (await self.store.commit_many([request]))[0])
-                except Exception as single_error:  # noqa: BLE001 - handed to the waiting handler
-                    _settle(future, error=single_error)
-            return
-        for (_, future), result in zip(batch, results):
-            _settle(future, result)
-
-
-def _settle(future: asyncio.Future, result=None, error: BaseException | None = None) -> None:
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
-
-
-#: Channels a gateway may subscribe to (the test channel for test subscribers).
-_ROUTED = {"telegram", "email", "test", "cli"}

@@ -1,0 +1,78 @@
+"""Commands that are not moves of the game: the board, reminders, a person's profile."""
+
+from __future__ import annotations
+
+from shared.protocol import (
+    BoardShown,
+    CommandEnvelope,
+    EventEnvelope,
+    PhaseReminder,
+    ProfileUpdated,
+    QuestLine,
+    audience_model,
+    utcnow,
+)
+from services.engine.rules import Audience, pending_players, view
+from services.engine.rules import events as core_events
+
+from .routing import ROUTED as _ROUTED
+from .routing import channels_of
+from .store import LoadedGame
+
+
+class SideCommands:
+    """Mixed into EngineService: uses its _commit, _channels, _remember, _reply_rejected and store."""
+
+    async def _show_board(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
+        if loaded is None:
+            await self._reply_rejected(env, None, "unknown_game", {}, "There is no such game.")
+            return
+        v = view(loaded.state, None)
+        body = BoardShown(
+            phase=v.phase, phase_id=v.phase_id, players=v.players, leader=v.leader, quest=v.quest,
+            vote_track=v.vote_track, quest_sizes=v.quest_sizes, fails_needed=v.fails_needed,
+            quest_results=tuple(QuestLine(quest=r.quest, fails=r.fails, failed=r.failed) for r in v.quest_results),
+            team=v.team, excalibur_holder=v.excalibur_holder, lady_holder=v.lady_holder, waiting_for=v.waiting_for,
+            deadline_at=await self.store.deadline_of(env.game_id))
+        envelope = EventEnvelope(
+            message_id=f"board:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
+            audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
+        channels = tuple(sorted((channels_of(env.actor) | {env.channel}) & _ROUTED))
+        await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
+                           events=[(envelope, channels)])
+
+    async def _remind(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
+        state = loaded.state if loaded else None
+        if state is None or state.over or state.phase_id != env.phase_id:
+            await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="ignored", events=[])
+            return
+        seq = loaded.version + 1
+        body = PhaseReminder(phase=state.phase, phase_id=state.phase_id, seconds_left=env.command.seconds_left,
+                             waiting_for=pending_players(state))
+        envelope = EventEnvelope(
+            message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=utcnow(),
+            audience=audience_model(core_events.PUBLIC), caused_by=env.message_id, event=body)
+        await self._commit(
+            game_id=env.game_id, message_id=env.message_id, outcome="accepted",
+            events=[(envelope, self._channels(envelope, state, loaded.origin_channel))], state=state,
+            expected_version=loaded.version)
+        self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel))
+
+    async def _update_profile(self, env: CommandEnvelope) -> None:
+        c = env.command
+        row = await self.store.upsert_player(env.actor, display_name=c.display_name, language=c.language,
+                                             telegram_chat_id=c.telegram_chat_id, email=c.email,
+                                             time_zone=c.time_zone)
+        extra = set()
+        if row.telegram_chat_id is not None:
+            extra.add("telegram")
+        if row.email:
+            extra.add("email")
+        self._extra_channels[env.actor] = extra
+        body = ProfileUpdated(player=env.actor, display_name=row.display_name, language=row.language)
+        envelope = EventEnvelope(
+            message_id=f"profile:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
+            audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
+        channels = tuple(sorted((channels_of(env.actor) | extra) & _ROUTED))
+        await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
+                                events=[(envelope, channels)])
