@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
 from shared.narration.render import glossary
 
-
-def repo_root() -> Path:
-    here = Path(__file__).resolve()
-    for folder in here.parents:
-        if (folder / "pyproject.toml").exists():
-            return folder
-    raise AssertionError(f"no pyproject.toml above {here}")
+from .seed_texts import repo_root
 
 
 SEED = repo_root().parent / "shared" / "seeds" / "000_6fb80450e6026f6d.txt"

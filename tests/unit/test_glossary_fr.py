@@ -7,21 +7,14 @@ text mixes typographic and straight apostrophes, so both count as one).
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from shared.narration.render import glossary
 
+from .seed_texts import repo_root
+
 SEED_FILE = "004_52a89d69d99118ea.txt"
-
-
-def repo_root() -> Path:
-    here = Path(__file__).resolve()
-    for folder in here.parents:
-        if (folder / "pyproject.toml").exists():
-            return folder
-    raise AssertionError(f"no pyproject.toml above {here}")
 
 
 def fold(text: str) -> str:

@@ -10,45 +10,24 @@ glossary's word, and a word without ``*`` must occur whole.
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 
 import pytest
 
 from shared.narration.render import glossary
 
+from .seed_texts import assert_term as check_term
+from .seed_texts import occurs, read_seed
+
 SEED = "003_5d7329a9d427ad14.txt"
-
-
-def repo_root() -> Path:
-    for folder in Path(__file__).resolve().parents:
-        if (folder / "pyproject.toml").exists():
-            return folder
-    raise AssertionError("no pyproject.toml above the tests: cannot find the repository root")
 
 
 @pytest.fixture(scope="module")
 def rule_text() -> str:
-    path = repo_root().parent / "shared" / "seeds" / SEED
-    if not path.exists():
-        pytest.fail(f"the Dutch rule text is missing: expected it at {path} "
-                    "(the shared folder sits beside the repository clone)")
-    return path.read_text(encoding="utf-8")
-
-
-def occurs(stems: str, text: str) -> bool:
-    """Whether these words follow one another in the text; ``stem*`` stands for any word beginning with stem."""
-    parts = [re.escape(w[:-1]) + r"\w*" if w.endswith("*") else re.escape(w) + r"\b" for w in stems.split()]
-    return re.search(r"\b" + r"\s+".join(parts), text, re.IGNORECASE) is not None
+    return read_seed(SEED, "Dutch")
 
 
 def assert_term(actual: str, expected: str, stems: str, text: str) -> None:
-    assert actual == expected
-    words, parts = expected.split(), stems.split()
-    assert len(words) == len(parts) and all(
-        w.lower().startswith(p[:-1].lower()) if p.endswith("*") else w.lower() == p.lower()
-        for w, p in zip(words, parts)), f"{stems!r} does not spell {expected!r}"
-    assert occurs(stems, text), f"{expected!r} (as {stems!r}) does not occur in the rule text {SEED}"
+    check_term(actual, expected, stems, text, SEED)
 
 
 # glossary key -> (the word the rule text uses, how to find it there: stem* for an inflected word)

@@ -6,21 +6,14 @@ glossary says, and it occurs in the rule text itself (case-insensitively).
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from shared.narration.render import glossary
 
+from .seed_texts import repo_root
+
 SEED_FILE = "002_d008a72eeb34f2d8.txt"
-
-
-def repo_root() -> Path:
-    here = Path(__file__).resolve()
-    for folder in here.parents:
-        if (folder / "pyproject.toml").exists():
-            return folder
-    raise AssertionError(f"no pyproject.toml above {here}")
 
 
 def seed_text() -> str:
