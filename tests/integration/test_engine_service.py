@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import update
 
 from shared.bus import InProcessBus
-from shared.protocol import EVENT_MODELS, CommandEnvelope, to_core_event
+from shared.protocol import EVENT_MODELS, CommandEnvelope, EventEnvelope, to_core_event
 from services.engine.deadlines import DeadlineScheduler
 from services.engine.rules import Phase, replay_events
 from services.engine.service import EngineService
@@ -245,3 +245,24 @@ async def test_anyone_can_ask_for_the_board_and_only_they_get_it(harness):
     assert reply.event.leader == state.players[state.leader]
     assert reply.event.quest_sizes == (2, 3, 2, 3, 3) and reply.event.deadline_at is not None
     assert (await harness.store.load("g9")).version == before.version, "asking changes nothing"
+
+
+async def test_a_finished_game_is_exported_and_replays_to_the_same_end(harness, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    for envelope in lobby_commands("gx", 5):
+        await harness.send_and_wait(envelope)
+    await play_to_the_end(harness.send, harness.store, "gx")
+    out = subprocess.run([sys.executable, "-m", "services.cli", "export", "gx"], capture_output=True, text=True,
+                         env={**os.environ, "DATABASE_URL": harness.url}, check=True).stdout
+    envelopes = [EventEnvelope.model_validate(json.loads(line)) for line in out.splitlines()]
+    assert envelopes[0].event.type == "game_created", "a finished game exports its seed and deal too"
+    replayed = replay_events(to_core_event(e.event) for e in envelopes if e.event.type in EVENT_MODELS)
+    final = (await harness.store.load("gx")).state
+    assert (replayed.winner, replayed.cause, replayed.roles) == (final.winner, final.cause, final.roles)
+    missing = subprocess.run([sys.executable, "-m", "services.cli", "export", "nope"], capture_output=True,
+                             text=True, env={**os.environ, "DATABASE_URL": harness.url})
+    assert missing.returncode == 2 and "no game" in missing.stderr
