@@ -41,7 +41,7 @@ def _export(args) -> int:
     return asyncio.run(run())
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="avalon", description="The Resistance: Avalon narrator")
     sub = parser.add_subparsers(dest="command", required=True)
     simulate_cli.add_parser(sub)
@@ -51,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("export", help="print a game's event log as JSON lines (with the deal once it is over)")
     p.add_argument("game_id")
     p.set_defaults(run=_export)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return args.run(args)
 
 
