@@ -71,10 +71,10 @@ class Sender:
 
     async def send(self, chat_id: int, text: str, markup: Any = None) -> Any:
         """Queue a message; resolves to the sent Message (or None if it could not be delivered)."""
-        return await self._enqueue(_Job("send", chat_id, text, markup))
+        return await self._submit(_Job("send", chat_id, text, markup))
 
     async def edit(self, chat_id: int, message_id: int, text: str, markup: Any = None) -> Any:
-        return await self._enqueue(_Job("edit", chat_id, text, markup, message_id))
+        return await self._submit(_Job("edit", chat_id, text, markup, message_id))
 
     def send_soon(self, chat_id: int, text: str, markup: Any = None) -> asyncio.Future:
         return self._submit(_Job("send", chat_id, text, markup))
@@ -83,11 +83,6 @@ class Sender:
         for task in self._workers.values():
             task.cancel()
         await asyncio.gather(*self._workers.values(), return_exceptions=True)
-
-    async def drain(self) -> None:
-        """Wait until every queued message is handled (tests, shutdown)."""
-        while any(self._queues.values()):
-            await asyncio.sleep(0.01)
 
     # -- the queue per chat -------------------------------------------------------------
 
@@ -100,9 +95,6 @@ class Sender:
         if worker is None or worker.done():
             self._workers[job.chat_id] = asyncio.create_task(self._work(job.chat_id))
         return job.future
-
-    async def _enqueue(self, job: _Job) -> Any:
-        return await self._submit(job)
 
     async def _work(self, chat_id: int) -> None:
         queue = self._queues[chat_id]

@@ -6,7 +6,7 @@ from aiogram import Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
-from services.engine.rules import MissedRule
+from services.engine.rules import MissedRule, Options
 from shared.narration.render import LOCALES, glossary, ui_text
 
 
@@ -32,13 +32,10 @@ async def help_(message: Message, gw) -> None:
 
 
 async def rules(message: Message, gw) -> None:
-    player = gw.remember_user(message.from_user)
+    gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
-    from services.engine.rules import Options
-
     options = memo.options if memo and memo.options else Options()
     await message.answer(gw.template("rules.html", memo, None, options=options, rules=list(MissedRule)[1:]))
-    del player
 
 
 async def lang(message: Message, command: CommandObject, gw) -> None:
