@@ -18,13 +18,15 @@ from .store import Store
 log = logging.getLogger("avalon")
 
 
-async def _serve_until_signal() -> None:
+def stop_on_signal() -> asyncio.Event:
+    """Set on SIGINT/SIGTERM. Installed before anything starts, so a signal during start-up
+    still ends in a clean shutdown rather than the default abrupt exit."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    return stop
 
 
 async def run_engine(settings: Settings) -> None:
@@ -39,6 +41,7 @@ async def run_embedded(settings: Settings) -> None:
 
 
 async def _run(settings: Settings, bus, *, gateways: bool = False) -> None:
+    stop = stop_on_signal()
     store = Store(settings.database_url)
     await bus.start()
     engine = EngineService(store, bus, DeadlineScheduler(bus))
@@ -52,7 +55,7 @@ async def _run(settings: Settings, bus, *, gateways: bool = False) -> None:
         await telegram.start()
         log.info("telegram gateway ready")
     try:
-        await _serve_until_signal()
+        await stop.wait()
     finally:
         if telegram is not None:
             await telegram.stop()

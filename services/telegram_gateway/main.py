@@ -75,18 +75,19 @@ class TelegramRunner:
 
 
 async def run_telegram(settings: Settings) -> None:
-    from services.engine.main import _serve_until_signal
+    from services.engine.main import stop_on_signal
     from shared.bus.rabbit import RabbitBus
 
     if not settings.telegram_bot_token:
         raise SystemExit("avalon telegram: set TELEGRAM_BOT_TOKEN")
+    stop = stop_on_signal()
     bus = RabbitBus(settings.amqp_url, prefix=settings.bus_prefix, delivery_limit=settings.delivery_limit)
     await bus.start()
     runner = TelegramRunner(settings, bus)
     await runner.start()
     log.info("telegram gateway ready")
     try:
-        await _serve_until_signal()
+        await stop.wait()
     finally:
         await runner.stop()
         await bus.close()
