@@ -168,7 +168,8 @@ async def main() -> None:
     env = {**os.environ, "DATABASE_URL": f"postgresql+asyncpg://postgres@127.0.0.1:5432/{db}", "AMQP_URL": AMQP,
            "BUS_PREFIX": prefix, "LOG_LEVEL": "WARNING"}
     log = Path(f"/tmp/{prefix}.log")
-    engine = subprocess.Popen([sys.executable, "-m", "services.cli", "engine"], cwd=ROOT, env=env,
+    profile = ["-m", "cProfile", "-o", os.environ["BENCH_ENGINE_PROFILE"]] if os.environ.get("BENCH_ENGINE_PROFILE") else []
+    engine = subprocess.Popen([sys.executable, *profile, "-m", "services.cli", "engine"], cwd=ROOT, env=env,
                               stdout=log.open("w"), stderr=subprocess.STDOUT)
     bus = RabbitBus(AMQP, prefix=prefix)
     try:
@@ -224,4 +225,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    import uvloop  # the same loop as `avalon engine`
+
+    uvloop.run(main())

@@ -82,5 +82,10 @@ async def _telegram(settings: Settings) -> None:
 def _main(target) -> int:
     settings = Settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(target(settings))
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - Windows
+        asyncio.run(target(settings))
+    else:
+        uvloop.run(target(settings))
     return 0

@@ -1,11 +1,18 @@
-"""The engine service: consume a command, decide, persist, then publish.
+"""The engine service: consume commands, decide, persist, then publish.
 
-For each command, under the game's lock: a command id seen before is dropped;
-otherwise load the game, ``apply`` the rules, and commit the new state, the
-events and the command id in one transaction; then publish the events from the
-outbox. Events committed but not yet published (a crash between commit and
-publish) are published on the next start. A rejection goes back to the actor
-alone, as an event with its reason.
+Commands are handled in batches: whatever has arrived while the previous batch
+was being committed. A batch is decided command by command in arrival order
+(so each game's commands stay in order, and a command sees the state its
+predecessors in the batch left), then committed in one transaction (new
+states, events and command ids), then its events are published from the
+outbox, and only then are its commands acknowledged. A command id seen before
+is dropped. Events committed but not yet published (a crash between commit
+and publish) are published on the next start. A rejection goes back to the
+actor alone, as an event with its reason.
+
+If a batch cannot be committed (a command id another engine already took, a
+game another engine moved, a broken command), its commands are retried one
+at a time, so one bad command never holds up the others.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import asyncio
 import logging
 import secrets
 from collections import OrderedDict
-from contextvars import ContextVar
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from pydantic import ValidationError
@@ -42,7 +49,6 @@ from services.engine.rules import events as core_events
 from services.engine.rules.errors import Rejection
 
 from .deadlines import DeadlineScheduler
-from .group_commit import GroupCommit
 from .routing import ROUTED as _ROUTED
 from .routing import channels_of, choices_for
 from .side_commands import SideCommands
@@ -50,24 +56,37 @@ from .store import KEEP, Conflict, Duplicate, LoadedGame, Outgoing, Store
 
 log = logging.getLogger(__name__)
 
-#: The events the command being handled (in this task) committed and must publish.
-_OUTGOING: ContextVar[list[Outgoing]] = ContextVar("outgoing")
+#: Attempts at a command whose game keeps changing under it (another engine instance).
+_CONFLICT_ATTEMPTS = 3
+
+
+@dataclass
+class _Batch:
+    """What the commands of one batch staged: commit requests, and what to do once they are durable."""
+
+    requests: list[dict] = field(default_factory=list)
+    deadlines: dict = field(default_factory=dict)  # game -> how to (re)arm its deadline once committed
+    games: set[str] = field(default_factory=set)
 
 class EngineService(SideCommands):
     def __init__(self, store: Store, bus: Bus, scheduler: DeadlineScheduler | None = None, *,
-                 cache_size: int = 20_000, prefetch: int = 512) -> None:
+                 cache_size: int = 20_000, prefetch: int = 1024, max_batch: int = 512) -> None:
         self.store = store
         self.bus = bus
         self.scheduler = scheduler
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         self._cache: OrderedDict[str, LoadedGame] = OrderedDict()
         self._cache_size = cache_size
-        self.prefetch = prefetch  # commands in flight: many games at once, each game in order
+        self.prefetch = prefetch  # commands in flight: what the next batch can take
+        self.max_batch = max_batch
         self._extra_channels: dict[str, set[str]] = {}
+        self._routes: dict[tuple, tuple[str, ...]] = {}  # (origin, people) -> channels; cleared by a profile
         self._published: list[int] = []  # published, not yet marked in the outbox
         self._dirty: set[str] = set()  # games with events the bus did not take
         self._flusher: asyncio.Task | None = None
-        self._group = GroupCommit(store)
+        self._waiting: list[tuple[CommandEnvelope, asyncio.Future]] = []  # arrived, not yet in a batch
+        self._worker: asyncio.Task | None = None
+        self._turn = asyncio.Lock()  # one batch (or outbox retry) at a time: each game's order is kept
+        self._batch: _Batch | None = None  # the batch being decided
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -89,50 +108,115 @@ class EngineService(SideCommands):
         if self._flusher is not None:
             self._flusher.cancel()
             await asyncio.gather(self._flusher, return_exceptions=True)
+        if self._worker is not None:  # the bus waited for its handlers; a worker left has nothing to do
+            await asyncio.gather(self._worker, return_exceptions=True)
         await self.flush_published()
 
-    # -- one command -----------------------------------------------------------------
+    # -- commands, in batches ----------------------------------------------------------
 
     async def handle_raw(self, body: bytes) -> None:
+        """Handle one delivered command; returns once it is committed and its events are published.
+
+        Raises PoisonMessage for a body that is no command (dead-letter it), and whatever made the
+        command fail (deliver it again)."""
         try:
             envelope = CommandEnvelope.model_validate_json(body)
         except ValidationError as error:
             log.warning("malformed command dead-lettered: %s", error.errors()[:3])
             raise PoisonMessage(str(error)) from error
-        lock = self._acquire(envelope.game_id)
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append((envelope, future))  # no await before this: arrival order is kept
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._work())
+        await future
+
+    async def _work(self) -> None:
+        await asyncio.sleep(0)  # let the other deliveries that are ready join the first batch
+        while self._waiting:
+            batch, self._waiting = self._waiting[: self.max_batch], self._waiting[self.max_batch:]
+            try:
+                async with self._turn:
+                    await self._run_batch(batch)
+            except BaseException as error:  # a bug in the batch machinery: fail its commands, not the worker
+                for _, future in batch:
+                    _settle(future, error=error if isinstance(error, Exception) else RuntimeError("stopped"))
+                if not isinstance(error, Exception):
+                    raise
+                log.exception("a batch of %d commands failed", len(batch))
+
+    async def _run_batch(self, batch: list[tuple[CommandEnvelope, asyncio.Future]], attempt: int = 1) -> None:
+        staged = _Batch()
+        live: list[tuple[CommandEnvelope, asyncio.Future]] = []
         try:
-            async with lock:
-                if envelope.game_id in self._dirty:  # an earlier publish failed: keep the order
-                    await self.publish_pending(envelope.game_id)
-                outgoing: list[Outgoing] = []
-                token = _OUTGOING.set(outgoing)
+            seen = await self.store.seen_many([env.message_id for env, _ in batch])
+            for env, future in batch:
+                if env.message_id in seen:  # a command id seen before: acknowledged, not applied again
+                    _settle(future)
+                    continue
+                seen.add(env.message_id)
+                if env.game_id in self._dirty:  # an earlier publish failed: keep the order
+                    await self.publish_pending(env.game_id)
+                staged.games.add(env.game_id)
+                self._batch = staged
                 try:
-                    await self.handle(envelope)
+                    await self._decide(env)
                 finally:
-                    _OUTGOING.reset(token)
-                await self._publish(envelope.game_id, outgoing)
-        finally:
-            self._release(envelope.game_id)
+                    self._batch = None
+                live.append((env, future))
+            results = await self.store.commit_many(staged.requests) if staged.requests else []
+        except Exception as error:
+            for game_id in staged.games:  # states staged in the cache were never committed
+                self._cache.pop(game_id, None)
+            if len(batch) > 1:  # one at a time, to single out the culprit
+                for item in batch:
+                    if not item[1].done():
+                        await self._run_batch([item])
+            elif isinstance(error, Duplicate):
+                _settle(batch[0][1])
+            elif isinstance(error, Conflict) and attempt < _CONFLICT_ATTEMPTS:
+                await self._run_batch(batch, attempt + 1)  # another engine moved the game: reload, decide again
+            else:
+                _settle(batch[0][1], error=error)
+            return
+        for arm in staged.deadlines.values():  # a game's last phase in the batch is the one that counts
+            arm()
+        try:
+            await self._publish([item for outgoing in results for item in outgoing])
+        except Exception as error:
+            for _, future in live:
+                _settle(future, error=error)
+            return
+        for _, future in live:
+            _settle(future)
 
-    async def _commit(self, **kwargs) -> None:
-        """Commit (grouped with other games' commands) and note what the command has to publish."""
-        _OUTGOING.get().extend(await self._group.commit(kwargs))
+    async def _commit(self, **request) -> None:
+        """Stage what a command did for its batch's transaction."""
+        assert self._batch is not None, "commands are decided inside a batch"
+        self._batch.requests.append(request)
 
-    async def _publish(self, game_id: str, outgoing: list[Outgoing]) -> None:
-        """Publish what a command just committed, in order; the outbox keeps it if the bus fails."""
-        by_channel: dict[str, list[EventEnvelope]] = {}
+    def _after_commit(self, game_id: str, arm) -> None:
+        assert self._batch is not None
+        self._batch.deadlines[game_id] = arm
+
+    async def _publish(self, outgoing: list[Outgoing]) -> None:
+        """Publish what a batch committed; per channel, each game's events in order (the bus carries a
+        game's consecutive events with one routing key in one message). The outbox keeps what fails."""
+        by_channel: dict[str, list[Outgoing]] = {}
         for item in outgoing:
             for channel in item.channels:
-                by_channel.setdefault(channel, []).append(item.envelope)
-        try:
-            for channel, envelopes in by_channel.items():
-                try:
-                    await self.bus.publish_events(envelopes, channel)
-                except Unroutable:
-                    log.warning("no %s subscriber for %s", channel, envelopes[0].message_id)
-        except Exception:
-            self._dirty.add(game_id)
-            raise
+                by_channel.setdefault(channel, []).append(item)
+
+        async def one(channel: str, items: list[Outgoing]) -> None:
+            try:
+                await self.bus.publish_events([i.envelope for i in items], channel, bodies=[i.body for i in items])
+            except Unroutable as e:
+                log.warning("no %s subscriber: %s", channel, e)
+
+        results = await asyncio.gather(*(one(c, items) for c, items in by_channel.items()), return_exceptions=True)
+        failed = next((r for r in results if isinstance(r, BaseException)), None)
+        if failed is not None:
+            self._dirty.update(item.envelope.game_id for item in outgoing)
+            raise failed
         self._published.extend(item.id for item in outgoing)
         if len(self._published) >= 500:
             await self.flush_published()
@@ -147,47 +231,16 @@ class EngineService(SideCommands):
             await asyncio.sleep(0.2)
             try:
                 await self.flush_published()
-                for game_id in list(self._dirty):
-                    await self._retry_dirty(game_id)
+                if self._dirty:
+                    async with self._turn:
+                        for game_id in list(self._dirty):
+                            await self.publish_pending(game_id)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("outbox upkeep failed; retrying")
 
-    async def _retry_dirty(self, game_id: str) -> None:
-        lock = self._acquire(game_id)
-        try:
-            async with lock:
-                await self.publish_pending(game_id)
-        finally:
-            self._release(game_id)
-
-    def _acquire(self, game_id: str) -> asyncio.Lock:
-        lock, users = self._locks.get(game_id, (None, 0))
-        if lock is None:
-            lock = asyncio.Lock()
-        self._locks[game_id] = (lock, users + 1)
-        return lock
-
-    def _release(self, game_id: str) -> None:
-        lock, users = self._locks[game_id]
-        if users <= 1:
-            del self._locks[game_id]
-        else:
-            self._locks[game_id] = (lock, users - 1)
-
-    async def handle(self, env: CommandEnvelope) -> None:
-        for _attempt in range(3):
-            try:
-                await self._handle_once(env)
-                return
-            except Duplicate:
-                return
-            except Conflict:
-                self._cache.pop(env.game_id, None)  # someone else moved the game: reload
-        raise RuntimeError(f"game {env.game_id} kept changing under command {env.message_id}")
-
-    async def _handle_once(self, env: CommandEnvelope) -> None:
+    async def _decide(self, env: CommandEnvelope) -> None:
         kind = env.command.type
         if kind == "update_profile":
             await self._update_profile(env)
@@ -249,11 +302,13 @@ class EngineService(SideCommands):
             expected_version=loaded.version, new_game_seed=seed, origin_channel=loaded.origin_channel,
             deadline_at=deadline_at)
         self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel))
-        if self.scheduler is not None:
+        scheduler = self.scheduler
+        if scheduler is not None:
             if state.over or deadline_at is None:
-                self.scheduler.disarm(env.game_id)
+                self._after_commit(env.game_id, lambda: scheduler.disarm(env.game_id))
             elif deadline_at is not KEEP:
-                self.scheduler.arm(env.game_id, state.phase_id, deadline_at, state.timeout_seconds)
+                self._after_commit(env.game_id, lambda: scheduler.arm(env.game_id, state.phase_id, deadline_at,
+                                                         state.timeout_seconds))
 
     async def _reply_rejected(self, env: CommandEnvelope, loaded: LoadedGame | None, reason, params,
                               message: str) -> None:
@@ -290,14 +345,19 @@ class EngineService(SideCommands):
         if envelope.event.type in INTERNAL_EVENTS or envelope.audience.kind is AudienceKind.NOBODY:
             return ()
         if envelope.audience.kind is AudienceKind.PUBLIC:
-            people = state.players
-            channels = {origin}
+            key = (origin, state.players)
         else:
-            people = envelope.audience.players
-            channels = set()
-        for person in people:
-            channels |= channels_of(person) | self._extra_channels.get(person, set())
-        return tuple(sorted(channels & _ROUTED))
+            key = (None, envelope.audience.players)
+        channels = self._routes.get(key)
+        if channels is None:
+            found = {key[0]} if key[0] else set()
+            for person in key[1]:
+                found |= channels_of(person) | self._extra_channels.get(person, set())
+            channels = tuple(sorted(found & _ROUTED))
+            if len(self._routes) > 100_000:
+                self._routes.clear()
+            self._routes[key] = channels
+        return channels
 
     async def publish_pending(self, game_id: str | None = None) -> int:
         """Publish what the outbox holds, in order; returns how many were published."""
@@ -319,3 +379,12 @@ class EngineService(SideCommands):
                 done.append(item.id)
             await self.store.mark_published(done)
             published += len(done)
+
+
+def _settle(future: asyncio.Future, error: BaseException | None = None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(None)

@@ -69,6 +69,7 @@ class SideCommands:
         if row.email:
             extra.add("email")
         self._extra_channels[env.actor] = extra
+        self._routes.clear()
         body = ProfileUpdated(player=env.actor, display_name=row.display_name, language=row.language)
         envelope = EventEnvelope(
             message_id=f"profile:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),

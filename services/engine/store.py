@@ -60,6 +60,7 @@ class Outgoing:
     id: int
     envelope: EventEnvelope
     channels: tuple[str, ...]
+    body: str  # the envelope as JSON, as stored (and published)
 
 
 def aware(moment: datetime | None) -> datetime | None:
@@ -119,8 +120,14 @@ class Store:
     # -- commands --------------------------------------------------------------
 
     async def seen(self, message_id: str) -> bool:
-        async with self.sessions() as session:
-            return await session.get(ProcessedCommand, message_id) is not None
+        return bool(await self.seen_many([message_id]))
+
+    async def seen_many(self, message_ids: list[str]) -> set[str]:
+        """The command ids among these that were processed already."""
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                select(ProcessedCommand.message_id).where(ProcessedCommand.message_id.in_(message_ids)))
+            return {message_id for (message_id,) in rows}
 
     async def load(self, game_id: str) -> LoadedGame | None:
         async with self.sessions() as session:
@@ -155,16 +162,19 @@ class Store:
         return (await self.commit_many([request]))[0]
 
     async def commit_many(self, requests: list[dict]) -> list[list[Outgoing]]:
-        """Several commands' commits in one transaction (group commit): a handful of
-        statements whatever the number of commands. Raises Duplicate or Conflict for
-        the whole batch; the caller retries the commands one by one to single out the culprit.
+        """Several commands' commits in one transaction (a batch): a handful of
+        statements whatever the number of commands. A game with several commands in
+        the batch gets one row write: its last state, guarded by the first command's
+        expected version. Raises Duplicate or Conflict for the whole batch; the caller
+        retries the commands one by one to single out the culprit.
 
         Each request: game_id, message_id, outcome, events [(envelope, channels)], and for a
         command that changed the game: state, expected_version, new_game_seed (a new game),
         origin_channel, deadline_at (KEEP: the open phase's deadline stays).
         """
         now = datetime.now(timezone.utc)
-        processed, new_games, updates, keep_deadline, event_rows, owners = [], [], [], [], [], []
+        processed, event_rows, owners = [], [], []
+        games: dict[str, dict] = {}  # one row per game, whatever the number of its commands in the batch
         for index, r in enumerate(requests):
             processed.append(dict(message_id=r["message_id"], game_id=r["game_id"], outcome=r["outcome"],
                                   processed_at=now))
@@ -172,23 +182,35 @@ class Store:
             if state is not None:
                 expected = r.get("expected_version") or 0
                 version = events[-1][0].seq if events and events[-1][0].seq else expected
-                values = dict(version=version, phase=state.phase.value if state.phase else None,
-                              phase_id=state.phase_id, timeout_seconds=state.timeout_seconds,
-                              state=pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), updated_at=now)
-                deadline = r.get("deadline_at", KEEP)
+                row = games.get(r["game_id"])
+                if row is None:
+                    row = games[r["game_id"]] = dict(b_id=r["game_id"], b_expected=expected, deadline_at=KEEP,
+                                                     new_game_seed=None)
+                row.update(version=version, state=state)
                 if r.get("new_game_seed") is not None:
-                    new_games.append(dict(id=r["game_id"], seed=r["new_game_seed"], created_at=now,
-                                          origin_channel=r.get("origin_channel", "test"),
-                                          deadline_at=None if deadline is KEEP else deadline, **values))
-                elif deadline is KEEP:
-                    keep_deadline.append(dict(b_id=r["game_id"], b_expected=expected, **values))
-                else:
-                    updates.append(dict(b_id=r["game_id"], b_expected=expected, deadline_at=deadline, **values))
+                    row.update(new_game_seed=r["new_game_seed"], origin_channel=r.get("origin_channel", "test"))
+                if r.get("deadline_at", KEEP) is not KEEP:
+                    row["deadline_at"] = r["deadline_at"]
             for envelope, channels in events:
+                body = envelope.model_dump_json()
                 event_rows.append(dict(game_id=envelope.game_id, seq=envelope.seq or None, type=envelope.event.type,
                                        audience=envelope.audience.kind.value, channels=",".join(channels),
-                                       body=envelope.model_dump_json(), published=not channels, created_at=now))
-                owners.append((index, envelope, channels))
+                                       body=body, published=not channels, created_at=now))
+                owners.append((index, envelope, channels, body))
+        new_games, updates, keep_deadline = [], [], []
+        for row in games.values():
+            state = row.pop("state")
+            values = dict(version=row.pop("version"), phase=state.phase.value if state.phase else None,
+                          phase_id=state.phase_id, timeout_seconds=state.timeout_seconds,
+                          state=pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), updated_at=now)
+            deadline, seed = row.pop("deadline_at"), row.pop("new_game_seed")
+            if seed is not None:
+                new_games.append(dict(id=row["b_id"], seed=seed, created_at=now, origin_channel=row["origin_channel"],
+                                      deadline_at=None if deadline is KEEP else deadline, **values))
+            elif deadline is KEEP:
+                keep_deadline.append(dict(b_id=row["b_id"], b_expected=row["b_expected"], **values))
+            else:
+                updates.append(dict(b_id=row["b_id"], b_expected=row["b_expected"], deadline_at=deadline, **values))
         async with self.engine.begin() as conn:
             try:
                 await conn.execute(insert(ProcessedCommand), processed)
@@ -214,9 +236,9 @@ class Store:
                 ids = (await conn.execute(insert(EventRow).returning(EventRow.id, sort_by_parameter_order=True),
                                           event_rows)).scalars().all()
         out: list[list[Outgoing]] = [[] for _ in requests]
-        for event_id, (index, envelope, channels) in zip(ids, owners):
+        for event_id, (index, envelope, channels, body) in zip(ids, owners):
             if channels:
-                out[index].append(Outgoing(event_id, envelope, channels))
+                out[index].append(Outgoing(event_id, envelope, channels, body))
         return out
 
     # -- the outbox ----------------------------------------------------------------
@@ -227,8 +249,8 @@ class Store:
             if game_id is not None:
                 query = query.where(EventRow.game_id == game_id)
             rows = (await session.execute(query.order_by(EventRow.id).limit(limit))).scalars().all()
-            return [Outgoing(r.id, EventEnvelope.model_validate_json(r.body), tuple(filter(None, r.channels.split(","))))
-                    for r in rows]
+            return [Outgoing(r.id, EventEnvelope.model_validate_json(r.body), tuple(filter(None, r.channels.split(","))),
+                             r.body) for r in rows]
 
     async def mark_published(self, ids: list[int]) -> None:
         if not ids:

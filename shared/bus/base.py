@@ -36,8 +36,10 @@ class Bus(Protocol):
 
     async def publish_event(self, envelope: EventEnvelope, channel: str) -> None: ...
 
-    async def publish_events(self, envelopes: list[EventEnvelope], channel: str) -> None:
-        """Several events in order (the bus may carry them in fewer messages)."""
+    async def publish_events(self, envelopes: list[EventEnvelope], channel: str, *,
+                             bodies: list[str] | None = None) -> None:
+        """Several events, each game's in order (the bus may carry them in fewer messages).
+        ``bodies``: the envelopes already serialized to JSON, if the caller has them."""
 
     async def subscribe_events(self, name: str, pattern: str, handler: EventHandler) -> None:
         """A durable subscription ``name`` receiving events whose key matches ``pattern``."""
@@ -47,6 +49,10 @@ class Bus(Protocol):
 
 
 _WORD = re.compile(r"[^.]+")
+
+
+#: The routing key's third word for a message carrying several games' events.
+MANY_GAMES = "_"
 
 
 def routing_key(channel: str, audience_kind: str, game_id: str) -> str:

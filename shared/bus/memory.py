@@ -62,7 +62,8 @@ class InProcessBus:
         for queue in targets:
             queue.put_nowait(envelope)
 
-    async def publish_events(self, envelopes: list[EventEnvelope], channel: str) -> None:
+    async def publish_events(self, envelopes: list[EventEnvelope], channel: str, *,
+                             bodies: list[str] | None = None) -> None:
         unroutable = []
         for envelope in envelopes:
             try:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 import logging
 from typing import Any
 
@@ -47,7 +48,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from shared.protocol import CommandEnvelope, EventEnvelope
 
-from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
+from .base import MANY_GAMES, CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ class RabbitBus:
         self._consumers: list[tuple[AbstractQueue, str]] = []
         self._inflight: set[asyncio.Task] = set()
         self._subscriptions: set[str] = set()
+        self._ackers: list[_Acker] = []
 
     # -- queue arguments ------------------------------------------------------------
 
@@ -158,6 +160,9 @@ class RabbitBus:
             task.cancel()
         await asyncio.gather(*self._inflight, return_exceptions=True)
         self._inflight.clear()
+        for acker in self._ackers if connected else ():
+            await acker.flush()
+        self._ackers.clear()
         # 3. channels, then the connection
         connected = connected and self._connection.connected.is_set()  # type: ignore[attr-defined]
         channels = [*self._consume_channels, self._event_channel, self._publish_channel] if connected else []
@@ -221,24 +226,60 @@ class RabbitBus:
         key = routing_key(channel, envelope.audience.kind.value, envelope.game_id)
         await self._publish(self._events_exchange, key, envelope.model_dump_json().encode(), envelope.message_id)
 
-    async def publish_events(self, envelopes: list[EventEnvelope], channel: str) -> None:
-        """Several events in order: each run of events with the same routing key travels as one
-        message whose body is a JSON array (one broker write instead of one per event)."""
-        unroutable: list[str] = []
-        for key, run in _runs(envelopes, channel):
-            if len(run) == 1:
-                body, message_id = run[0].model_dump_json().encode(), run[0].message_id
+    async def publish_events(self, envelopes: list[EventEnvelope], channel: str, *,
+                             bodies: list[str] | None = None) -> None:
+        """Several events, each game's in order, in as few messages as keep that order.
+
+        Each game's events are cut into runs (consecutive events with one audience kind); the
+        k-th runs of every game with the same audience kind travel together as one message whose
+        body is a JSON array, and round k is published before round k + 1. A message holding one
+        game's events has the key ``<channel>.<audience>.<game>``, one holding several games'
+        ``<channel>.<audience>._``."""
+        if bodies is None:
+            bodies = [e.model_dump_json() for e in envelopes]
+        runs: dict[str, list[tuple[str, list[tuple[EventEnvelope, str]]]]] = {}  # game -> its runs
+        for envelope, body in zip(envelopes, bodies):
+            game_runs = runs.setdefault(envelope.game_id, [])
+            kind = envelope.audience.kind.value
+            if game_runs and game_runs[-1][0] == kind:
+                game_runs[-1][1].append((envelope, body))
             else:
-                body = ("[" + ",".join(e.model_dump_json() for e in run) + "]").encode()
-                message_id = f"{run[0].message_id}+{len(run) - 1}"
-            try:
-                await self._publish(self._events_exchange, key, body, message_id)
-            except Unroutable as e:  # the other runs may still have subscribers
-                unroutable.append(str(e))
+                game_runs.append((kind, [(envelope, body)]))
+        rounds: list[dict[str, list[tuple[EventEnvelope, str]]]] = []
+        for game_runs in runs.values():
+            for k, (kind, run) in enumerate(game_runs):
+                if k == len(rounds):
+                    rounds.append({})
+                rounds[k].setdefault(kind, []).extend(run)
+        unroutable: list[str] = []
+        for messages in rounds:
+            results = await asyncio.gather(*(self._publish_run(channel, kind, run) for kind, run in messages.items()),
+                                           return_exceptions=True)
+            for result in results:
+                if isinstance(result, Unroutable):  # the other messages may still have subscribers
+                    unroutable.append(str(result))
+                elif isinstance(result, BaseException):
+                    raise result
         if unroutable:
             raise Unroutable("; ".join(unroutable))
 
+    async def _publish_run(self, channel: str, kind: str, run: list[tuple[EventEnvelope, str]]) -> None:
+        first = run[0][0]
+        several = any(envelope.game_id != first.game_id for envelope, _ in run)
+        key = routing_key(channel, kind, MANY_GAMES if several else first.game_id)
+        if len(run) == 1:
+            body, message_id = run[0][1].encode(), first.message_id
+        else:
+            body = ("[" + ",".join(b for _, b in run) + "]").encode()
+            message_id = f"{first.message_id}+{len(run) - 1}"
+        await self._publish(self._events_exchange, key, body, message_id)
+
     # -- consuming ----------------------------------------------------------------------
+
+    def _new_acker(self) -> "_Acker":
+        acker = _Acker(self._spawn)
+        self._ackers.append(acker)
+        return acker
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
@@ -253,29 +294,33 @@ class RabbitBus:
         queue = await channel.declare_queue(
             self.commands_queue_name, durable=True, arguments=self._command_queue_arguments(),
         )
+        acker = self._new_acker()
 
         async def on_message(message: AbstractIncomingMessage) -> None:
             # aio-pika runs this in a task per delivery, created in delivery order; starting the
             # handler's task here, without awaiting anything first, keeps the arrival order. The
             # handler serializes commands of one game itself.
-            self._spawn(self._handle_command(handler, message))
+            acker.delivered(message)
+            self._spawn(self._handle_command(handler, message, acker))
 
         tag = await queue.consume(on_message)
         self._consumers.append((queue, tag))
 
-    async def _handle_command(self, handler: CommandHandler, message: AbstractIncomingMessage) -> None:
+    async def _handle_command(self, handler: CommandHandler, message: AbstractIncomingMessage,
+                              acker: "_Acker") -> None:
         try:
             await handler(message.body)
         except PoisonMessage as e:
             log.warning("poison command %s dead-lettered: %s", message.message_id, e)
-            await _settle(message, message.reject(requeue=False))
+            await acker.reject(message, requeue=False)
         except asyncio.CancelledError:
+            acker.abandon(message)
             raise  # shutting down: left unacked, the broker delivers it again
         except Exception:
             log.exception("command handler failed (delivery count %s)", _delivery_count(message))
-            await _settle(message, message.reject(requeue=True))
+            await acker.reject(message, requeue=True)
         else:
-            await _settle(message, message.ack())
+            acker.ack(message)
 
     async def subscribe_events(self, name: str, pattern: str, handler: EventHandler) -> None:
         connection = self._require_started()
@@ -288,14 +333,17 @@ class RabbitBus:
         await queue.bind(self.events_exchange_name, routing_key=pattern)
         self._subscriptions.add(name)
         lock = asyncio.Lock()  # one subscription's events are handled one at a time, in arrival order
+        acker = self._new_acker()
 
         async def on_message(message: AbstractIncomingMessage) -> None:
-            self._spawn(self._handle_event(handler, message, lock))
+            acker.delivered(message)
+            self._spawn(self._handle_event(handler, message, lock, acker))
 
         tag = await queue.consume(on_message)
         self._consumers.append((queue, tag))
 
-    async def _handle_event(self, handler: EventHandler, message: AbstractIncomingMessage, lock: asyncio.Lock) -> None:
+    async def _handle_event(self, handler: EventHandler, message: AbstractIncomingMessage, lock: asyncio.Lock,
+                            acker: "_Acker") -> None:
         async with lock:
             try:
                 if message.body[:1] == b"[":
@@ -305,18 +353,19 @@ class RabbitBus:
             except ValidationError as e:
                 log.error("malformed event %s on %s dead-lettered: %s; body %r",
                           message.message_id, message.routing_key, e, message.body[:500])
-                await _settle(message, message.reject(requeue=False))
+                await acker.reject(message, requeue=False)
                 return
             try:
                 for envelope in envelopes:
                     await handler(envelope)
             except asyncio.CancelledError:
+                acker.abandon(message)
                 raise
             except Exception:
                 log.exception("event handler failed (delivery count %s)", _delivery_count(message))
-                await _settle(message, message.reject(requeue=True))
+                await acker.reject(message, requeue=True)
             else:
-                await _settle(message, message.ack())
+                acker.ack(message)
 
     # -- dead letters ---------------------------------------------------------------------
 
@@ -352,15 +401,58 @@ class RabbitBus:
 _BATCH = TypeAdapter(list[EventEnvelope])
 
 
-def _runs(envelopes: list[EventEnvelope], channel: str) -> list[tuple[str, list[EventEnvelope]]]:
-    runs: list[tuple[str, list[EventEnvelope]]] = []
-    for envelope in envelopes:
-        key = routing_key(channel, envelope.audience.kind.value, envelope.game_id)
-        if runs and runs[-1][0] == key:
-            runs[-1][1].append(envelope)
-        else:
-            runs.append((key, [envelope]))
-    return runs
+class _Acker:
+    """Acknowledges one consumer's deliveries in bulk: one ``basic.ack(multiple)`` for every delivery
+    up to the newest one before which everything is settled, instead of a frame (and, for a quorum
+    queue, a log entry) per message. Rejections still go out one by one, at once."""
+
+    def __init__(self, spawn) -> None:
+        self._spawn = spawn
+        self._order: deque[AbstractIncomingMessage] = deque()  # delivered, in delivery order
+        self._settled: dict[int, str] = {}  # id(message) -> "ack", "rejected" or "abandoned"
+        self._single: set[Any] = set()  # channels with an abandoned delivery: no multiple ack may cover it
+        self._scheduled = False
+        self._lock = asyncio.Lock()  # acks leave in delivery order: an ack covering a tag acked already is an error
+
+    def delivered(self, message: AbstractIncomingMessage) -> None:
+        self._order.append(message)
+
+    def ack(self, message: AbstractIncomingMessage) -> None:
+        self._settled[id(message)] = "ack"
+        if not self._scheduled:
+            self._scheduled = True
+            self._spawn(self.flush())
+
+    async def reject(self, message: AbstractIncomingMessage, *, requeue: bool) -> None:
+        await _settle(message, message.reject(requeue=requeue))  # on the wire before any ack covers it
+        self._settled[id(message)] = "rejected"
+        await self.flush()
+
+    def abandon(self, message: AbstractIncomingMessage) -> None:
+        """Left unsettled (shutting down): the broker delivers it again once the channel closes."""
+        self._settled[id(message)] = "abandoned"
+        self._single.add(message.channel)
+
+    async def flush(self) -> None:
+        async with self._lock:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        self._scheduled = False
+        newest: dict[Any, AbstractIncomingMessage] = {}  # per underlying channel (a reconnect makes a new one)
+        singles: list[AbstractIncomingMessage] = []
+        while self._order and id(self._order[0]) in self._settled:
+            message = self._order.popleft()
+            if self._settled.pop(id(message)) != "ack":
+                continue
+            if message.channel in self._single:
+                singles.append(message)
+            else:
+                newest[message.channel] = message
+        for message in newest.values():
+            await _settle(message, message.ack(multiple=True))
+        for message in singles:
+            await _settle(message, message.ack())
 
 
 async def _settle(message: AbstractIncomingMessage, action: Any) -> None:
