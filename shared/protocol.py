@@ -16,6 +16,7 @@ protocol cannot drift from the engine. Two envelopes carry them:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import typing
 import uuid
@@ -263,8 +264,14 @@ def from_core_command(command: core_commands.Command, game_id: str, *, channel: 
 
 
 def event_body(event: core_events.Event) -> BaseModel:
-    model = EVENT_MODELS[snake(type(event).__name__)]
-    return model(**{name: getattr(event, name) for name in model.model_fields if name != "type"})
+    model, names = _event_model_of(type(event))
+    return model(**{name: getattr(event, name) for name in names})
+
+
+@functools.cache
+def _event_model_of(cls: type) -> tuple[type[BaseModel], tuple[str, ...]]:
+    model = EVENT_MODELS[snake(cls.__name__)]
+    return model, tuple(name for name in model.model_fields if name != "type")
 
 
 def to_core_event(body: BaseModel, audience: "AudienceModel | None" = None) -> core_events.Event:
@@ -276,7 +283,9 @@ def to_core_event(body: BaseModel, audience: "AudienceModel | None" = None) -> c
     return cls(**data)
 
 
+@functools.lru_cache(maxsize=65536)
 def audience_model(audience: core_events.Audience) -> AudienceModel:
+    """The wire form of an audience (immutable, so one instance serves every event with it)."""
     return AudienceModel(kind=audience.kind, players=audience.players)
 
 

@@ -10,10 +10,12 @@ came due while the engine was down fires at once.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.date import DateTrigger
 
 from shared.bus import Bus
 from shared.protocol import CommandEnvelope, RemindPhase
@@ -33,11 +35,22 @@ def reminder_offsets(timeout_seconds: int) -> list[tuple[str, int]]:
     return [("half", timeout_seconds // 2), ("end", near_end)]
 
 
+@dataclass
+class _Step:
+    at: datetime
+    kind: str  # "remind:<label>" or "timeout"
+    seconds_left: int
+
+
 class DeadlineScheduler:
+    """One APScheduler job per game with an open deadline: it fires at the game's next step (a
+    reminder, then the timeout) and moves itself on to the one after. A new phase moves the job
+    (a reschedule, much cheaper than adding jobs); a finished game removes it."""
+
     def __init__(self, bus: Bus) -> None:
         self.bus = bus
         self.scheduler = AsyncIOScheduler(timezone=timezone.utc)
-        self._jobs: dict[str, list[str]] = {}  # game -> its job ids (no scan of every job per phase)
+        self._plans: dict[str, tuple[int, list[_Step]]] = {}  # game -> (phase id, its steps still to come)
 
     def start(self) -> None:
         self.scheduler.start()
@@ -47,28 +60,51 @@ class DeadlineScheduler:
             self.scheduler.shutdown(wait=False)
 
     def arm(self, game_id: str, phase_id: int, deadline_at: datetime, timeout_seconds: int) -> None:
-        self.disarm(game_id)
         now = datetime.now(timezone.utc)
-        self._add(f"{game_id}:timeout", max(deadline_at, now), self._timeout, game_id, phase_id)
-        for label, before in reminder_offsets(timeout_seconds):
-            at = deadline_at - timedelta(seconds=before)
-            if at > now:
-                self._add(f"{game_id}:remind:{label}", at, self._remind, game_id, phase_id, before, label)
+        steps = [_Step(deadline_at - timedelta(seconds=before), f"remind:{label}", before)
+                 for label, before in reminder_offsets(timeout_seconds)
+                 if deadline_at - timedelta(seconds=before) > now]
+        steps.append(_Step(max(deadline_at, now), "timeout", 0))
+        self._plans[game_id] = (phase_id, steps)
+        self._schedule(game_id, steps[0].at)
 
     def disarm(self, game_id: str) -> None:
-        for job_id in self._jobs.pop(game_id, ()):
+        if self._plans.pop(game_id, None) is not None:
             try:
-                self.scheduler.remove_job(job_id)
+                self.scheduler.remove_job(game_id)
             except JobLookupError:
                 pass  # it already ran
 
     def armed(self) -> list[str]:
-        return [job.id for job in self.scheduler.get_jobs()]
+        """What is planned, as ``<game>:timeout`` and ``<game>:remind:<label>``."""
+        return [f"{game_id}:{step.kind}" for game_id, (_, steps) in self._plans.items() for step in steps]
 
-    def _add(self, job_id: str, at: datetime, func, *args) -> None:
-        self._jobs.setdefault(args[0], []).append(job_id)
-        self.scheduler.add_job(func, "date", run_date=at, args=args, id=job_id, replace_existing=True,
-                               misfire_grace_time=None, coalesce=True)
+    def _schedule(self, game_id: str, at: datetime) -> None:
+        try:
+            self.scheduler.reschedule_job(game_id, trigger=DateTrigger(run_date=at, timezone=timezone.utc))
+        except JobLookupError:
+            self.scheduler.add_job(self._fire, DateTrigger(run_date=at, timezone=timezone.utc), args=(game_id,),
+                                   id=game_id, misfire_grace_time=None, coalesce=True,
+                                   max_instances=100)  # a new phase may come due while the last step is sent
+
+    async def _fire(self, game_id: str) -> None:
+        plan = self._plans.get(game_id)
+        if plan is None:
+            return
+        phase_id, steps = plan
+        now = datetime.now(timezone.utc)
+        due = [steps.pop(0)]
+        while steps and steps[0].at <= now:  # steps that fall together go together
+            due.append(steps.pop(0))
+        if steps:
+            self._schedule(game_id, steps[0].at)
+        else:
+            del self._plans[game_id]
+        for step in due:
+            if step.kind == "timeout":
+                await self._timeout(game_id, phase_id)
+            else:
+                await self._remind(game_id, phase_id, step.seconds_left, step.kind.split(":", 1)[1])
 
     async def _timeout(self, game_id: str, phase_id: int) -> None:
         await self._send(CommandEnvelope(

@@ -67,6 +67,11 @@ class _Batch:
     requests: list[dict] = field(default_factory=list)
     deadlines: dict = field(default_factory=dict)  # game -> how to (re)arm its deadline once committed
     games: set[str] = field(default_factory=set)
+    absent: set[str] = field(default_factory=set)  # games looked up for this batch and not found
+
+class Unpublished(Exception):
+    """A committed command's events wait in the outbox behind earlier ones the bus did not take."""
+
 
 class EngineService(SideCommands):
     def __init__(self, store: Store, bus: Bus, scheduler: DeadlineScheduler | None = None, *,
@@ -75,7 +80,7 @@ class EngineService(SideCommands):
         self.bus = bus
         self.scheduler = scheduler
         self._cache: OrderedDict[str, LoadedGame] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache_size = max(cache_size, 2 * max_batch)  # a batch's games stay cached while it is decided
         self.prefetch = prefetch  # commands in flight: what the next batch can take
         self.max_batch = max_batch
         self._extra_channels: dict[str, set[str]] = {}
@@ -87,6 +92,10 @@ class EngineService(SideCommands):
         self._worker: asyncio.Task | None = None
         self._turn = asyncio.Lock()  # one batch (or outbox retry) at a time: each game's order is kept
         self._batch: _Batch | None = None  # the batch being decided
+        self._unpublished: list[tuple[list[Outgoing], list]] = []  # committed batches waiting to be published
+        self._publishing: asyncio.Task | None = None  # the publishing loop, while there is something to publish
+        self._recent: set[str] = set()  # command ids committed lately (two generations)
+        self._recent_old: set[str] = set()
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -110,6 +119,8 @@ class EngineService(SideCommands):
             await asyncio.gather(self._flusher, return_exceptions=True)
         if self._worker is not None:  # the bus waited for its handlers; a worker left has nothing to do
             await asyncio.gather(self._worker, return_exceptions=True)
+        if self._publishing is not None:
+            await asyncio.gather(self._publishing, return_exceptions=True)
         await self.flush_published()
 
     # -- commands, in batches ----------------------------------------------------------
@@ -136,6 +147,8 @@ class EngineService(SideCommands):
             batch, self._waiting = self._waiting[: self.max_batch], self._waiting[self.max_batch:]
             try:
                 async with self._turn:
+                    if self._dirty:
+                        await self._recover()
                     await self._run_batch(batch)
             except BaseException as error:  # a bug in the batch machinery: fail its commands, not the worker
                 for _, future in batch:
@@ -144,18 +157,27 @@ class EngineService(SideCommands):
                     raise
                 log.exception("a batch of %d commands failed", len(batch))
 
-    async def _run_batch(self, batch: list[tuple[CommandEnvelope, asyncio.Future]], attempt: int = 1) -> None:
+    async def _run_batch(self, batch: list[tuple[CommandEnvelope, asyncio.Future]], attempt: int = 1, *,
+                         check_seen: bool = False) -> None:
+        """Decide and commit a batch, then hand its events to the publishing chain.
+
+        Command ids are checked against the ones this engine committed lately; the database's
+        primary key catches the others (a redelivery after a restart): then the batch is checked
+        against the database and tried again without them."""
         staged = _Batch()
         live: list[tuple[CommandEnvelope, asyncio.Future]] = []
         try:
-            seen = await self.store.seen_many([env.message_id for env, _ in batch])
+            seen = await self.store.seen_many([env.message_id for env, _ in batch]) if check_seen else set()
+            uncached = {env.game_id for env, _ in batch} - self._cache.keys()
+            if uncached:  # one query for the batch's games not in memory (and to know the new ones are new)
+                for game_id, loaded in (await self.store.load_many(uncached)).items():
+                    self._remember(game_id, loaded)
+                staged.absent = uncached - self._cache.keys()
             for env, future in batch:
-                if env.message_id in seen:  # a command id seen before: acknowledged, not applied again
-                    _settle(future)
+                if env.message_id in seen or self._recently_committed(env.message_id):
+                    _settle(future)  # a command id seen before: acknowledged, not applied again
                     continue
                 seen.add(env.message_id)
-                if env.game_id in self._dirty:  # an earlier publish failed: keep the order
-                    await self.publish_pending(env.game_id)
                 staged.games.add(env.game_id)
                 self._batch = staged
                 try:
@@ -167,27 +189,66 @@ class EngineService(SideCommands):
         except Exception as error:
             for game_id in staged.games:  # states staged in the cache were never committed
                 self._cache.pop(game_id, None)
-            if len(batch) > 1:  # one at a time, to single out the culprit
-                for item in batch:
+            rest = [item for item in batch if not item[1].done()]
+            if isinstance(error, Duplicate) and not check_seen:
+                await self._run_batch(rest, attempt, check_seen=True)
+            elif len(rest) > 1:  # one at a time, to single out the culprit
+                for item in rest:
                     if not item[1].done():
-                        await self._run_batch([item])
+                        await self._run_batch([item], check_seen=True)
+            elif not rest:
+                return
             elif isinstance(error, Duplicate):
-                _settle(batch[0][1])
+                _settle(rest[0][1])
             elif isinstance(error, Conflict) and attempt < _CONFLICT_ATTEMPTS:
-                await self._run_batch(batch, attempt + 1)  # another engine moved the game: reload, decide again
+                await self._run_batch(rest, attempt + 1, check_seen=True)  # another engine moved it: reload
             else:
-                _settle(batch[0][1], error=error)
+                _settle(rest[0][1], error=error)
             return
+        self._remember_committed(request["message_id"] for request in staged.requests)
         for arm in staged.deadlines.values():  # a game's last phase in the batch is the one that counts
             arm()
-        try:
-            await self._publish([item for outgoing in results for item in outgoing])
-        except Exception as error:
+        self._unpublished.append(([item for outgoing in results for item in outgoing], live))
+        if self._publishing is None or self._publishing.done():
+            self._publishing = asyncio.create_task(self._publish_loop())
+
+    async def _publish_loop(self) -> None:
+        """Publish committed batches' events, oldest first: everything committed since the last
+        publish goes out together (while the worker decides and commits the next batch), then
+        those commands may be acknowledged."""
+        while self._unpublished:
+            done, self._unpublished = self._unpublished, []
+            outgoing = [item for items, _ in done for item in items]
+            live = [item for _, items in done for item in items]
+            try:
+                if self._dirty:  # earlier events wait in the outbox: these go after them, from there
+                    self._dirty.update(item.envelope.game_id for item in outgoing)
+                    raise Unpublished("earlier events are waiting in the outbox")
+                await self._publish(outgoing)
+            except Exception as error:
+                for _, future in live:  # committed: a redelivery is acknowledged as a duplicate
+                    _settle(future, error=error)
+                continue
             for _, future in live:
-                _settle(future, error=error)
-            return
-        for _, future in live:
-            _settle(future)
+                _settle(future)
+
+    async def _recover(self) -> None:
+        """Publish what the outbox holds for games whose events the bus did not take, in order."""
+        if self._publishing is not None:
+            await asyncio.wait([self._publishing])
+        try:
+            for game_id in sorted(self._dirty):
+                await self.publish_pending(game_id)
+        except Exception:
+            log.warning("the outbox could not be published yet; retrying", exc_info=True)
+
+    def _recently_committed(self, message_id: str) -> bool:
+        return message_id in self._recent or message_id in self._recent_old
+
+    def _remember_committed(self, message_ids) -> None:
+        self._recent.update(message_ids)
+        if len(self._recent) > 50_000:
+            self._recent_old, self._recent = self._recent, set()
 
     async def _commit(self, **request) -> None:
         """Stage what a command did for its batch's transaction."""
@@ -233,8 +294,7 @@ class EngineService(SideCommands):
                 await self.flush_published()
                 if self._dirty:
                     async with self._turn:
-                        for game_id in list(self._dirty):
-                            await self.publish_pending(game_id)
+                        await self._recover()
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -282,7 +342,7 @@ class EngineService(SideCommands):
             if isinstance(event, core_events.PhaseOpened):
                 deadline = now + timedelta(seconds=event.timeout_seconds) if event.timeout_seconds else None
                 deadline_at = deadline
-            envelope = EventEnvelope(
+            envelope = EventEnvelope.model_construct(  # every part built and validated already
                 message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=now,
                 audience=audience_model(event.audience), caused_by=env.message_id, deadline_at=deadline,
                 event=event_body(event))
@@ -290,9 +350,9 @@ class EngineService(SideCommands):
         if any(isinstance(e, (core_events.PhaseOpened, core_events.ShotHanded)) for e in result.events):
             for player in pending_players(state):  # each actor's buttons, privately
                 seq += 1
-                envelope = EventEnvelope(
+                envelope = EventEnvelope.model_construct(
                     message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=now,
-                    audience=audience_model(Audience.to(player)), caused_by=env.message_id,
+                    audience=audience_model(Audience.to(player)), caused_by=env.message_id, deadline_at=None,
                     event=choices_for(state, player))
                 envelopes.append((envelope, self._channels(envelope, state, loaded.origin_channel)))
         if state.over:
@@ -330,6 +390,8 @@ class EngineService(SideCommands):
         if loaded is not None:
             self._cache.move_to_end(game_id)
             return loaded
+        if self._batch is not None and game_id in self._batch.absent:
+            return None
         loaded = await self.store.load(game_id)
         if loaded is not None:
             self._remember(game_id, loaded)

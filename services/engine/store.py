@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 from shared.protocol import INTERNAL_EVENTS, EventEnvelope, to_core_event
 from services.engine.rules import GameState, replay_events
 
+from .pg_batch import PgBatchWriter
 from .tables import EventRow, GameRow, PlayerRow, ProcessedCommand
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -45,6 +46,18 @@ class LoadedGame:
     version: int
     seed: int
     origin_channel: str
+
+
+@dataclass
+class _Rows:
+    """What one batch writes: command ids, new games, game updates (with and without a new
+    deadline) and events, as column dicts."""
+
+    processed: list[dict]
+    new_games: list[dict]
+    updates: list[dict]
+    keep_deadline: list[dict]
+    events: list[dict]
 
 
 @dataclass
@@ -101,6 +114,8 @@ class Store:
         self.url = url
         self.engine = make_engine(url)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        #: PostgreSQL: the per-batch hot path (commit, outbox marks) goes straight to asyncpg
+        self._pg = PgBatchWriter(url) if url.startswith("postgresql") else None
 
     async def migrate(self) -> None:
         """Bring the schema to the newest migration (idempotent)."""
@@ -115,6 +130,8 @@ class Store:
             await conn.run_sync(upgrade)
 
     async def close(self) -> None:
+        if self._pg is not None:
+            await self._pg.close()
         await self.engine.dispose()
 
     # -- commands --------------------------------------------------------------
@@ -143,6 +160,24 @@ class Store:
             if not isinstance(state, GameState):
                 state = await self._rebuild(session, game_id)
             return LoadedGame(state, row.version, row.seed, row.origin_channel)
+
+    async def load_many(self, game_ids: set[str]) -> dict[str, LoadedGame]:
+        """The games among these that exist (one query; a snapshot that cannot be read is rebuilt)."""
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(
+                select(GameRow.id, GameRow.version, GameRow.seed, GameRow.origin_channel, GameRow.state)
+                .where(GameRow.id.in_(list(game_ids))))).all()
+        found: dict[str, LoadedGame] = {}
+        for game_id, version, seed, origin, blob in rows:
+            try:
+                state = pickle.loads(blob) if blob is not None else None  # noqa: S301 - our own snapshot
+            except Exception:
+                state = None
+            if isinstance(state, GameState):
+                found[game_id] = LoadedGame(state, version, seed, origin)
+            elif (loaded := await self.load(game_id)) is not None:
+                found[game_id] = loaded
+        return found
 
     async def _rebuild(self, session, game_id: str) -> GameState:
         rows = await session.execute(
@@ -211,19 +246,31 @@ class Store:
                 keep_deadline.append(dict(b_id=row["b_id"], b_expected=row["b_expected"], **values))
             else:
                 updates.append(dict(b_id=row["b_id"], b_expected=row["b_expected"], deadline_at=deadline, **values))
+        rows = _Rows(processed, new_games, updates, keep_deadline, event_rows)
+        ids = await (self._pg.write(rows) if self._pg is not None else self._write(rows))
+        out: list[list[Outgoing]] = [[] for _ in requests]
+        for event_id, (index, envelope, channels, body) in zip(ids, owners):
+            if channels:
+                out[index].append(Outgoing(event_id, envelope, channels, body))
+        return out
+
+    async def _write(self, rows: "_Rows") -> list[int]:
+        """The batch's rows in one transaction, through SQLAlchemy (SQLite); returns the event ids."""
+        processed, new_games, updates, keep_deadline, event_rows = (
+            rows.processed, rows.new_games, rows.updates, rows.keep_deadline, rows.events)
         async with self.engine.begin() as conn:
             try:
                 await conn.execute(insert(ProcessedCommand), processed)
             except IntegrityError as error:
-                raise Duplicate(requests[0]["message_id"] if len(requests) == 1 else "batch") from error
+                raise Duplicate(processed[0]["message_id"] if len(processed) == 1 else "batch") from error
             try:
                 if new_games:
                     await conn.execute(insert(GameRow), new_games)
             except IntegrityError as error:
                 raise Conflict(new_games[0]["id"]) from error
-            for rows, with_deadline in ((updates, True), (keep_deadline, False)):
-                if rows:
-                    await conn.execute(_update_game(with_deadline), rows)
+            for params, with_deadline in ((updates, True), (keep_deadline, False)):
+                if params:
+                    await conn.execute(_update_game(with_deadline), params)
             changed = {row["b_id"]: row["version"] for row in updates + keep_deadline}
             if changed:  # the version guard: executemany cannot report rows per parameter set
                 found = dict((await conn.execute(
@@ -233,13 +280,12 @@ class Store:
                         raise Conflict(game_id)
             ids = []
             if event_rows:
-                ids = (await conn.execute(insert(EventRow).returning(EventRow.id, sort_by_parameter_order=True),
-                                          event_rows)).scalars().all()
-        out: list[list[Outgoing]] = [[] for _ in requests]
-        for event_id, (index, envelope, channels, body) in zip(ids, owners):
-            if channels:
-                out[index].append(Outgoing(event_id, envelope, channels, body))
-        return out
+                try:
+                    ids = (await conn.execute(insert(EventRow).returning(EventRow.id, sort_by_parameter_order=True),
+                                              event_rows)).scalars().all()
+                except IntegrityError as error:  # a (game, seq) taken: someone else moved the game
+                    raise Conflict(event_rows[0]["game_id"]) from error
+        return ids
 
     # -- the outbox ----------------------------------------------------------------
 
@@ -254,6 +300,9 @@ class Store:
 
     async def mark_published(self, ids: list[int]) -> None:
         if not ids:
+            return
+        if self._pg is not None:
+            await self._pg.mark_published(ids)
             return
         async with self.sessions() as session, session.begin():
             await session.execute(update(EventRow).where(EventRow.id.in_(ids)).values(published=True))

@@ -55,12 +55,14 @@ _WORD = re.compile(r"[^.]+")
 MANY_GAMES = "_"
 
 
-def routing_key(channel: str, audience_kind: str, game_id: str) -> str:
-    return f"{channel}.{audience_kind}.{_safe(game_id)}"
+def routing_key(channel: str, audience_kind: str, game_id: str | None) -> str:
+    """``<channel>.<audience kind>.<game>``; ``game_id`` None: a message with several games' events."""
+    return f"{channel}.{audience_kind}.{MANY_GAMES if game_id is None else _safe(game_id)}"
 
 
 def _safe(word: str) -> str:
-    return word.replace(".", "_")
+    word = word.replace(".", "_")
+    return word + "_" if word.strip("_") == "" else word  # never MANY_GAMES (nor empty)
 
 
 def topic_matches(pattern: str, key: str) -> bool:

@@ -48,7 +48,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from shared.protocol import CommandEnvelope, EventEnvelope
 
-from .base import MANY_GAMES, CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
+from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,6 @@ class RabbitBus:
         self._commands_exchange: AbstractExchange | None = None
         self._events_exchange: AbstractExchange | None = None
         self._dead_queue: AbstractQueue | None = None
-        self._event_channel: AbstractRobustChannel | None = None
         self._consume_channels: list[AbstractRobustChannel] = []
         self._consumers: list[tuple[AbstractQueue, str]] = []
         self._inflight: set[asyncio.Task] = set()
@@ -165,7 +164,7 @@ class RabbitBus:
         self._ackers.clear()
         # 3. channels, then the connection
         connected = connected and self._connection.connected.is_set()  # type: ignore[attr-defined]
-        channels = [*self._consume_channels, self._event_channel, self._publish_channel] if connected else []
+        channels = [*self._consume_channels, self._publish_channel] if connected else []
         for channel in channels:
             if channel is not None and not channel.is_closed:
                 try:
@@ -173,7 +172,7 @@ class RabbitBus:
                 except Exception:
                     log.warning("could not close a channel cleanly", exc_info=True)
         self._consume_channels.clear()
-        self._event_channel = self._publish_channel = None
+        self._publish_channel = None
         self._commands_exchange = self._events_exchange = self._dead_queue = None
         connection, self._connection = self._connection, None
         await connection.close()
@@ -197,8 +196,10 @@ class RabbitBus:
         assert exchange is not None and self._publish_channel is not None
         # while the robust connection reconnects, wait for it (and this channel's restored topology)
         # instead of failing at once; a publish that was in flight when the connection dropped
-        # still fails: retrying it is the caller's call (it may duplicate, message_id dedupes)
-        await asyncio.wait_for(self._publish_channel.ready(), self.publish_timeout)
+        # still fails: retrying it is the caller's call (it may duplicate, message_id dedupes).
+        # When all is well nothing here yields (publish_events relies on that for the order).
+        if not self._ready():
+            await asyncio.wait_for(self._publish_channel.ready(), self.publish_timeout)
         message = aio_pika.Message(
             body,
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
@@ -213,6 +214,11 @@ class RabbitBus:
             raise Unroutable(f"{exchange.name}/{key}: the broker refused the message: {e}") from e
         if not isinstance(result, aiormq.spec.Basic.Ack):  # a return handed back instead of raised
             raise Unroutable(f"{exchange.name}/{key}: {result!r}")
+
+    def _ready(self) -> bool:
+        connection, channel = self._connection, self._publish_channel
+        return (connection is not None and connection.connected.is_set()  # type: ignore[attr-defined]
+                and channel is not None and not channel.is_closed)
 
     async def send_command(self, envelope: CommandEnvelope) -> None:
         await self._publish(
@@ -251,22 +257,23 @@ class RabbitBus:
                 if k == len(rounds):
                     rounds.append({})
                 rounds[k].setdefault(kind, []).extend(run)
-        unroutable: list[str] = []
-        for messages in rounds:
-            results = await asyncio.gather(*(self._publish_run(channel, kind, run) for kind, run in messages.items()),
-                                           return_exceptions=True)
-            for result in results:
-                if isinstance(result, Unroutable):  # the other messages may still have subscribers
-                    unroutable.append(str(result))
-                elif isinstance(result, BaseException):
-                    raise result
+        # Every message is handed to the channel now, in round order, and the confirms are awaited
+        # together: each publish is a task started in this order, and none yields before taking the
+        # channel's (first come, first served) write lock, so the broker receives them in this order.
+        tasks = [asyncio.ensure_future(self._publish_run(channel, kind, run))
+                 for messages in rounds for kind, run in messages.items()]
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        unroutable = [str(r) for r in results if isinstance(r, Unroutable)]  # others may still have subscribers
+        failed = next((r for r in results if isinstance(r, BaseException) and not isinstance(r, Unroutable)), None)
+        if failed is not None:
+            raise failed
         if unroutable:
             raise Unroutable("; ".join(unroutable))
 
     async def _publish_run(self, channel: str, kind: str, run: list[tuple[EventEnvelope, str]]) -> None:
         first = run[0][0]
         several = any(envelope.game_id != first.game_id for envelope, _ in run)
-        key = routing_key(channel, kind, MANY_GAMES if several else first.game_id)
+        key = routing_key(channel, kind, None if several else first.game_id)
         if len(run) == 1:
             body, message_id = run[0][1].encode(), first.message_id
         else:
@@ -281,10 +288,11 @@ class RabbitBus:
         self._ackers.append(acker)
         return acker
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any) -> asyncio.Task:
         task = asyncio.create_task(coro)
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
+        return task
 
     async def consume_commands(self, handler: CommandHandler, *, prefetch: int = 64) -> None:
         connection = self._require_started()
@@ -301,7 +309,7 @@ class RabbitBus:
             # handler's task here, without awaiting anything first, keeps the arrival order. The
             # handler serializes commands of one game itself.
             acker.delivered(message)
-            self._spawn(self._handle_command(handler, message, acker))
+            acker.watch(message, self._spawn(self._handle_command(handler, message, acker)))
 
         tag = await queue.consume(on_message)
         self._consumers.append((queue, tag))
@@ -314,8 +322,7 @@ class RabbitBus:
             log.warning("poison command %s dead-lettered: %s", message.message_id, e)
             await acker.reject(message, requeue=False)
         except asyncio.CancelledError:
-            acker.abandon(message)
-            raise  # shutting down: left unacked, the broker delivers it again
+            raise  # shutting down: left unacked (abandoned, see _Acker.watch), the broker delivers it again
         except Exception:
             log.exception("command handler failed (delivery count %s)", _delivery_count(message))
             await acker.reject(message, requeue=True)
@@ -324,10 +331,12 @@ class RabbitBus:
 
     async def subscribe_events(self, name: str, pattern: str, handler: EventHandler) -> None:
         connection = self._require_started()
-        if self._event_channel is None:
-            self._event_channel = await connection.channel()
-            await self._event_channel.set_qos(prefetch_count=self.event_prefetch)
-        queue = await self._event_channel.declare_queue(
+        # a channel of its own: delivery tags (and so bulk acks) are per channel, and one slow
+        # subscription must not hold back another's acknowledgements
+        channel = await connection.channel()
+        self._consume_channels.append(channel)
+        await channel.set_qos(prefetch_count=self.event_prefetch)
+        queue = await channel.declare_queue(
             self.event_queue_name(name), durable=True, arguments=self._quorum_arguments(),
         )
         await queue.bind(self.events_exchange_name, routing_key=pattern)
@@ -337,7 +346,7 @@ class RabbitBus:
 
         async def on_message(message: AbstractIncomingMessage) -> None:
             acker.delivered(message)
-            self._spawn(self._handle_event(handler, message, lock, acker))
+            acker.watch(message, self._spawn(self._handle_event(handler, message, lock, acker)))
 
         tag = await queue.consume(on_message)
         self._consumers.append((queue, tag))
@@ -359,8 +368,7 @@ class RabbitBus:
                 for envelope in envelopes:
                     await handler(envelope)
             except asyncio.CancelledError:
-                acker.abandon(message)
-                raise
+                raise  # abandoned, see _Acker.watch
             except Exception:
                 log.exception("event handler failed (delivery count %s)", _delivery_count(message))
                 await acker.reject(message, requeue=True)
@@ -402,7 +410,8 @@ _BATCH = TypeAdapter(list[EventEnvelope])
 
 
 class _Acker:
-    """Acknowledges one consumer's deliveries in bulk: one ``basic.ack(multiple)`` for every delivery
+    """Acknowledges one consumer's deliveries in bulk (each consumer has a channel of its own: delivery
+    tags, and so multiple acks, are per channel): one ``basic.ack(multiple)`` for every delivery
     up to the newest one before which everything is settled, instead of a frame (and, for a quorum
     queue, a log entry) per message. Rejections still go out one by one, at once."""
 
@@ -428,8 +437,14 @@ class _Acker:
         self._settled[id(message)] = "rejected"
         await self.flush()
 
+    def watch(self, message: AbstractIncomingMessage, task: asyncio.Task) -> None:
+        """A handler cancelled before it even started leaves its delivery abandoned too."""
+        task.add_done_callback(lambda t: self.abandon(message) if t.cancelled() else None)
+
     def abandon(self, message: AbstractIncomingMessage) -> None:
         """Left unsettled (shutting down): the broker delivers it again once the channel closes."""
+        if id(message) in self._settled:
+            return
         self._settled[id(message)] = "abandoned"
         self._single.add(message.channel)
 

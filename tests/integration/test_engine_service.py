@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import update
@@ -10,6 +14,7 @@ from sqlalchemy import update
 from shared.bus import InProcessBus
 from shared.protocol import EVENT_MODELS, CommandEnvelope, EventEnvelope, to_core_event
 from services.engine.deadlines import DeadlineScheduler
+from services.engine import service as service_module
 from services.engine.rules import Phase, replay_events
 from services.engine.service import EngineService
 from services.engine.store import Store
@@ -266,3 +271,152 @@ async def test_a_finished_game_is_exported_and_replays_to_the_same_end(harness, 
     missing = subprocess.run([sys.executable, "-m", "services.cli", "export", "nope"], capture_output=True,
                              text=True, env={**os.environ, "DATABASE_URL": harness.url})
     assert missing.returncode == 2 and "no game" in missing.stderr
+
+
+# -- commands in batches --------------------------------------------------------------------------
+
+def _body(envelope: CommandEnvelope) -> bytes:
+    return envelope.model_dump_json().encode()
+
+
+def _interleaved(*streams: list[CommandEnvelope]) -> list[CommandEnvelope]:
+    return [e for column in itertools.zip_longest(*streams) for e in column if e is not None]
+
+
+async def _handle_at_once(engine: EngineService, envelopes: list[CommandEnvelope]) -> None:
+    """Deliver these together, as a broker with a large prefetch does: they share a batch."""
+    await asyncio.gather(*(engine.handle_raw(_body(e)) for e in envelopes))
+
+
+def _proposal(game_id: str, state) -> CommandEnvelope:
+    return CommandEnvelope(game_id=game_id, actor=state.players[state.leader], phase_id=state.phase_id,
+                           command={"type": "propose_team", "team": list(state.players[:2]), "excalibur": None})
+
+
+async def test_lobbies_of_three_games_handled_at_once_end_as_when_handled_one_at_a_time(harness, monkeypatch):
+    monkeypatch.setattr(service_module, "secrets", SimpleNamespace(randbits=lambda bits: 20260101))  # same deal
+    sizes = (5, 6, 7)
+    alone = [f"alone{n}" for n in sizes]
+    together = [f"together{n}" for n in sizes]
+    for game_id, n in zip(alone, sizes):
+        for envelope in lobby_commands(game_id, n):
+            await harness.engine.handle_raw(_body(envelope))
+    await _handle_at_once(harness.engine, _interleaved(*(lobby_commands(g, n) for g, n in zip(together, sizes))))
+    await harness.bus.idle()
+
+    armed = harness.engine.scheduler.armed()
+    for one, other in zip(alone, together):
+        expected, got = await harness.store.load(one), await harness.store.load(other)
+        assert got.state.phase is Phase.PROPOSAL
+        assert replace(got.state, game_id=one) == expected.state
+        assert got.version == expected.version
+        log = await harness.store.event_log(other, include_internal=True)
+        assert [e.seq for e in log] == list(range(1, got.version + 1)), "one gapless stream per game"
+        reference = await harness.store.event_log(one, include_internal=True)
+        assert [(e.seq, e.audience, e.event.model_dump_json().replace(other, one)) for e in log] == [
+            (e.seq, e.audience, e.event.model_dump_json()) for e in reference]
+        published = [e.seq for e in harness.seen if e.game_id == other]
+        assert published == [e.seq for e in harness.seen if e.game_id == one], "the same events, in order, once"
+        assert (await harness.store.deadline_of(other) is None) == (await harness.store.deadline_of(one) is None)
+        assert f"{other}:timeout" in armed, "each game's new phase is armed"
+    await harness.engine.flush_published()
+    assert await harness.store.unpublished() == [], "every event was published"
+
+
+async def test_the_same_command_twice_in_one_batch_changes_the_game_once(harness):
+    for envelope in lobby_commands("twice1", 5) + lobby_commands("twice2", 5):
+        await harness.engine.handle_raw(_body(envelope))
+    state = (await harness.store.load("twice1")).state
+    await harness.engine.handle_raw(_body(_proposal("twice1", state)))
+    before = await harness.store.load("twice1")
+    vote = CommandEnvelope(game_id="twice1", actor=state.players[0], command={"type": "cast_vote", "approve": True})
+    other = _proposal("twice2", (await harness.store.load("twice2")).state)
+    create = lobby_commands("twice3", 5)[0]
+
+    await _handle_at_once(harness.engine, [vote, create, other, vote, create])
+    await harness.bus.idle()
+
+    after = await harness.store.load("twice1")
+    assert after.version == before.version + 2  # VoteCast + PlayerVoted, once
+    assert after.state.votes == {0: True}
+    assert (await harness.store.load("twice2")).state.team == (0, 1), "the other game's command is applied"
+    created = await harness.store.event_log("twice3", include_internal=True)
+    assert [e.event.type for e in created] == ["game_created", "lobby_opened", "player_joined"]
+    assert [e.seq for e in created] == [1, 2, 3] and (await harness.store.load("twice3")).version == 3
+    for envelope in (vote, create):
+        caused = [e for e in harness.seen if e.caused_by == envelope.message_id]
+        assert caused and not any(e.event.type == "command_rejected" for e in caused)
+        assert len({e.seq for e in caused}) == len(caused), "published once"
+
+
+async def test_a_game_moved_by_another_engine_does_not_lose_the_other_commands_of_the_batch(harness):
+    games = ["moved1", "moved2", "moved3"]
+    for game_id in games:
+        for envelope in lobby_commands(game_id, 5):
+            await harness.engine.handle_raw(_body(envelope))
+    states = {g: (await harness.store.load(g)).state for g in games}
+    version = (await harness.store.load("moved2")).version
+
+    other = await Harness(harness.url).start()  # a second engine instance on the same database
+    try:
+        remind = CommandEnvelope(message_id="remind:moved2:other", game_id="moved2", actor="@scheduler",
+                                 channel="scheduler", phase_id=states["moved2"].phase_id,
+                                 command={"type": "remind_phase", "seconds_left": 60})
+        await other.engine.handle_raw(_body(remind))  # the first engine's copy of moved2 is now stale
+    finally:
+        await other.close()
+    assert (await harness.store.load("moved2")).version == version + 1
+
+    proposals = [_proposal(g, states[g]) for g in games]
+    await _handle_at_once(harness.engine, proposals)  # returns only once each is committed and published
+    await harness.bus.idle()
+
+    for game_id, proposal in zip(games, proposals):
+        loaded = await harness.store.load(game_id)
+        assert loaded.state.phase is Phase.VOTE and loaded.state.team == (0, 1), game_id
+        log = await harness.store.event_log(game_id, include_internal=True)
+        assert [e.seq for e in log] == list(range(1, loaded.version + 1)), "one gapless stream per game"
+        caused = [e.seq for e in log if e.caused_by == proposal.message_id]
+        assert caused and [e.seq for e in harness.seen if e.caused_by == proposal.message_id] == [
+            e.seq for e in log if e.caused_by == proposal.message_id and e.audience.kind.value != "nobody"]
+    moved = await harness.store.event_log("moved2")
+    reminder = next(e for e in moved if e.event.type == "phase_reminder")
+    assert reminder.seq == version + 1
+    assert min(e.seq for e in moved if e.caused_by == proposals[1].message_id) == version + 2, \
+        "decided again on top of the other engine's event"
+
+
+async def test_a_lone_command_of_a_game_another_engine_moved_is_decided_again_on_the_new_state(harness):
+    for envelope in lobby_commands("lone", 5):
+        await harness.engine.handle_raw(_body(envelope))
+    state = (await harness.store.load("lone")).state
+    other = await Harness(harness.url).start()
+    try:
+        await other.engine.handle_raw(_body(CommandEnvelope(
+            message_id="remind:lone:other", game_id="lone", actor="@scheduler", channel="scheduler",
+            phase_id=state.phase_id, command={"type": "remind_phase", "seconds_left": 60})))
+    finally:
+        await other.close()
+    proposal = _proposal("lone", state)
+    await harness.engine.handle_raw(_body(proposal))  # alone in its batch: no error, applied
+    loaded = await harness.store.load("lone")
+    assert loaded.state.phase is Phase.VOTE and loaded.state.team == (0, 1)
+    log = await harness.store.event_log("lone", include_internal=True)
+    assert [e.seq for e in log] == list(range(1, loaded.version + 1))
+    assert [e.event.type for e in log if e.caused_by == "remind:lone:other"] == ["phase_reminder"]
+
+
+async def test_a_command_of_a_game_another_engine_moved_as_far_is_decided_again_not_failed(harness):
+    for envelope in lobby_commands("race", 5):
+        await harness.engine.handle_raw(_body(envelope))
+    state = (await harness.store.load("race")).state
+    await harness.engine.handle_raw(_body(_proposal("race", state)))
+    first, second = (CommandEnvelope(game_id="race", actor=p, command={"type": "cast_vote", "approve": True})
+                     for p in state.players[:2])
+    other = await Harness(harness.url).start()
+    try:
+        await other.engine.handle_raw(_body(first))  # two events, as the stale engine's vote will have
+    finally:
+        await other.close()
+    await harness.engine.handle_raw(_body(second))
+    assert (await harness.store.load("race")).state.votes == {0: True, 1: True}

@@ -10,6 +10,8 @@ is simulated with a TCP proxy the test cuts, so it works with any broker
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import uuid
 from typing import Callable
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -469,3 +471,223 @@ async def test_a_batch_of_events_arrives_in_order_as_single_envelopes(make_bus):
             break
         await asyncio.sleep(0.02)
     assert got == list(range(1, 8))
+
+
+# -- a batch of several games' events, bulk acknowledgements (RabbitMQ) --------------------------
+
+def _record(inbox: list[EventEnvelope]):
+    async def handler(envelope: EventEnvelope) -> None:
+        inbox.append(envelope)
+    return handler
+
+
+def _games_and_seqs(body: bytes) -> list[tuple[str, int]]:
+    """The (game, seq) of each event a message carries: one envelope or a JSON array of them."""
+    data = json.loads(body)
+    return [(e["game_id"], e["seq"]) for e in (data if isinstance(data, list) else [data])]
+
+
+async def test_events_of_several_games_published_at_once_share_messages_and_keep_each_games_order(
+    rabbit_bus, amqp_url,
+):
+    public, players = AudienceKind.PUBLIC, AudienceKind.PLAYERS
+    audiences = {"g1": [public, public, players, public], "g2": [public, players, players, public],
+                 "g3": [players, public]}
+    per_game = {g: [event(g, kind, seq) for seq, kind in enumerate(kinds, 1)] for g, kinds in audiences.items()}
+    # as a batch of commands of three games produces them: the games interleaved
+    interleaved = [e for column in itertools.zip_longest(*per_game.values()) for e in column if e is not None]
+    everything: list[EventEnvelope] = []
+    private: list[EventEnvelope] = []
+    await rabbit_bus.subscribe_events("telegram", "telegram.#", _record(everything))
+    await rabbit_bus.subscribe_events("private", "*.players.*", _record(private))
+    async with await aio_pika.connect(amqp_url) as connection:
+        channel = await connection.channel()
+        tap = await channel.declare_queue(exclusive=True)  # sees the broker messages themselves
+        await tap.bind(rabbit_bus.events_exchange_name, routing_key="#")
+        messages: list[tuple[str, list[tuple[str, int]]]] = []
+
+        async def take(message: aio_pika.abc.AbstractIncomingMessage) -> None:
+            messages.append((message.routing_key, _games_and_seqs(message.body)))
+
+        await tap.consume(take, no_ack=True)
+        await rabbit_bus.publish_events(interleaved, "telegram")
+        await eventually(lambda: len(everything) == 10 and len(private) == 4, "every event is handled")
+        await eventually(lambda: sum(len(events) for _, events in messages) == 10, "the tap has every message")
+        await quiet(0.1)
+
+    for game, sent in per_game.items():  # each game's events arrive whole and in its order
+        assert [e for e in everything if e.game_id == game] == sent
+        assert [e for e in private if e.game_id == game] == [e for e in sent if e.audience.kind is players]
+    assert len(everything) == 10 and len(private) == 4  # nothing twice
+    # fewer messages than events: the k-th run of one audience kind of every game shares a message
+    assert sorted((key, sorted(events)) for key, events in messages) == sorted([
+        ("telegram.public._", [("g1", 1), ("g1", 2), ("g2", 1)]),
+        ("telegram.players.g3", [("g3", 1)]),
+        ("telegram.players._", [("g1", 3), ("g2", 2), ("g2", 3)]),
+        ("telegram.public.g3", [("g3", 2)]),
+        ("telegram.public._", [("g1", 4), ("g2", 4)]),
+    ])
+    for key, events in messages:  # `_` exactly when a message carries several games
+        assert (key.rsplit(".", 1)[1] == "_") == (len({game for game, _ in events}) > 1)
+    arrived = [pair for _, events in messages for pair in events]
+    for game in per_game:  # on one queue, each game's messages come in its order too
+        assert [seq for g, seq in arrived if g == game] == list(range(1, len(per_game[game]) + 1))
+
+
+async def test_commands_finishing_out_of_order_are_all_acknowledged_and_not_delivered_again(make_rabbit_bus):
+    first = await make_rabbit_bus()
+    sent = [command(f"#{i}") for i in range(20)]
+    done: list[str] = []
+    others_done = asyncio.Event()
+
+    async def handler(body: bytes) -> None:
+        text = CommandEnvelope.model_validate_json(body).command.text
+        if text == "#0":
+            await others_done.wait()  # the oldest delivery finishes last
+        done.append(text)
+        if len(done) == len(sent) - 1:
+            others_done.set()
+
+    await first.consume_commands(handler, prefetch=64)
+    for envelope in sent:
+        await first.send_command(envelope)
+    await eventually(lambda: len(done) == len(sent), "every command is handled")
+    assert done[-1] == "#0"
+    await first.close()
+
+    second = await make_rabbit_bus()
+    again: list[bytes] = []
+
+    async def record(body: bytes) -> None:
+        again.append(body)
+
+    await second.consume_commands(record)
+    await quiet(0.5)
+    assert again == []  # every delivery was acknowledged before the first consumer went away
+    assert await second.dead_letters() == []
+
+
+async def test_a_command_abandoned_at_shutdown_is_delivered_again_but_the_ones_handled_after_it_are_not(
+    make_rabbit_bus,
+):
+    first = await make_rabbit_bus(shutdown_grace=0.1)
+    sent = [command(f"#{i}") for i in range(10)]
+    done: list[str] = []
+    stuck = asyncio.Event()
+
+    async def handler(body: bytes) -> None:
+        text = CommandEnvelope.model_validate_json(body).command.text
+        if text == "#0":
+            stuck.set()
+            await asyncio.Event().wait()  # never finishes: cancelled at shutdown, never acknowledged
+        done.append(text)
+
+    await first.consume_commands(handler, prefetch=64)
+    for envelope in sent:
+        await first.send_command(envelope)
+    await asyncio.wait_for(stuck.wait(), TIMEOUT)
+    await eventually(lambda: len(done) == 9, "the commands after the stuck one are handled")
+    await first.close()
+
+    second = await make_rabbit_bus()
+    again: list[str] = []
+
+    async def record(body: bytes) -> None:
+        again.append(CommandEnvelope.model_validate_json(body).command.text)
+
+    await second.consume_commands(record)
+    await eventually(lambda: again, "the abandoned command is delivered again")
+    await quiet(0.5)
+    assert again == ["#0"]  # no acknowledgement of a later delivery covered it; the others stay acked
+
+
+async def test_a_poison_command_amid_a_run_is_dead_lettered_at_once_and_the_rest_are_acknowledged(make_rabbit_bus):
+    first = await make_rabbit_bus()
+    sent = [command(f"#{i}") for i in range(10)]
+    calls: list[str] = []
+    release = asyncio.Event()
+
+    async def handler(body: bytes) -> None:
+        text = CommandEnvelope.model_validate_json(body).command.text
+        calls.append(text)
+        if text == "#0":
+            await release.wait()  # the oldest delivery is still running while the others settle
+        elif text == "#4":
+            raise PoisonMessage("never handleable")
+        elif text == "#7" and calls.count("#7") == 1:
+            raise RuntimeError("transient")  # rejected and delivered again
+
+    await first.consume_commands(handler, prefetch=64)
+    for envelope in sent:
+        await first.send_command(envelope)
+    # the rejection does not wait for the acknowledgements held back behind #0
+    assert [CommandEnvelope.model_validate_json(b) for b in await dead_letters(first, 1)] == [sent[4]]
+    await eventually(lambda: calls.count("#7") == 2, "the failed command is delivered again")
+    release.set()
+    await eventually(lambda: len(calls) == 11, "every command is handled")
+    await quiet()
+    assert sorted(calls) == sorted([f"#{i}" for i in range(10)] + ["#7"])
+    await first.close()
+
+    second = await make_rabbit_bus()
+    again: list[bytes] = []
+
+    async def record(body: bytes) -> None:
+        again.append(body)
+
+    await second.consume_commands(record)
+    await quiet(0.5)
+    assert again == []
+    assert await second.dead_letters() == []
+
+
+async def test_events_handled_are_acknowledged_and_a_new_subscriber_of_the_same_queue_gets_none_again(
+    make_rabbit_bus,
+):
+    first = await make_rabbit_bus()
+    handled: list[EventEnvelope] = []
+    await first.subscribe_events("telegram", "telegram.#", _record(handled))
+    sent = [event("g1", AudienceKind.PUBLIC, seq) for seq in range(1, 31)]
+    for envelope in sent:
+        await first.publish_event(envelope, "telegram")
+    await eventually(lambda: len(handled) == len(sent), "every event is handled")
+    await first.close()
+
+    second = await make_rabbit_bus()
+    again: list[EventEnvelope] = []
+    await second.subscribe_events("telegram", "telegram.#", _record(again))
+    await quiet(0.5)
+    assert handled == sent
+    assert again == []
+
+
+async def test_a_stuck_subscription_does_not_hold_back_another_subscriptions_acknowledgements(make_rabbit_bus):
+    """Bulk acks are per channel: each subscription has its own, so a subscription stuck on an event
+    neither delays the others' acks nor gets its own deliveries acknowledged by them."""
+    first = await make_rabbit_bus()
+    release = asyncio.Event()
+    stuck_on: list[EventEnvelope] = []
+
+    async def stuck(envelope: EventEnvelope) -> None:
+        stuck_on.append(envelope)
+        await release.wait()
+
+    fast: list[EventEnvelope] = []
+    await first.subscribe_events("email", "email.#", stuck)
+    await first.subscribe_events("telegram", "telegram.#", _record(fast))
+    for seq in range(1, 21):  # interleaved deliveries to both subscriptions
+        await first.publish_event(event("g1", AudienceKind.PUBLIC, seq), "email")
+        await first.publish_event(event("g1", AudienceKind.PUBLIC, seq), "telegram")
+    await eventually(lambda: len(fast) == 20 and stuck_on, "the fast subscription handled everything")
+    first.shutdown_grace = 0.2
+    await first.close()  # the stuck handler is cancelled: its events stay unacknowledged
+
+    second = await make_rabbit_bus()
+    again_fast: list[EventEnvelope] = []
+    again_stuck: list[EventEnvelope] = []
+    await second.subscribe_events("telegram", "telegram.#", _record(again_fast))
+    await second.subscribe_events("email", "email.#", _record(again_stuck))
+    await eventually(lambda: len(again_stuck) == 20, "every event of the stuck subscription comes again")
+    await quiet(0.3)
+    assert again_fast == [], "the fast subscription's events were acknowledged"
+    assert [e.seq for e in again_stuck] == list(range(1, 21))

@@ -1,0 +1,67 @@
+"""The deadline scheduler on its own: reminders, then the timeout, from one job per game."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+
+from services.engine.deadlines import DeadlineScheduler
+
+
+class Recorder:
+    """The bus port the scheduler uses: it only ever sends commands."""
+
+    def __init__(self) -> None:
+        self.sent = []
+
+    async def send_command(self, envelope) -> None:
+        self.sent.append((envelope.message_id, envelope.command.type, getattr(envelope.command, "seconds_left", None)))
+
+
+async def _until(predicate, timeout: float = 5.0) -> None:
+    async def wait() -> None:
+        while not predicate():
+            await asyncio.sleep(0.02)
+    await asyncio.wait_for(wait(), timeout)
+
+
+async def test_a_phase_gets_its_reminders_then_its_timeout_and_a_new_phase_replaces_the_old_plan():
+    bus = Recorder()
+    scheduler = DeadlineScheduler(bus)
+    scheduler.start()
+    try:
+        now = datetime.now(timezone.utc)
+        # a 120 s phase whose deadline is 60.4 s away: both reminders (60 s before) are due in 0.4 s
+        scheduler.arm("g1", 3, now + timedelta(seconds=60.4), 120)
+        assert scheduler.armed() == ["g1:remind:half", "g1:remind:end", "g1:timeout"]
+        await _until(lambda: len(bus.sent) == 2)
+        assert bus.sent == [("remind:g1:3:half", "remind_phase", 60), ("remind:g1:3:end", "remind_phase", 60)]
+        assert scheduler.armed() == ["g1:timeout"], "the timeout is still to come"
+
+        # the game moves on: the old phase's timeout never fires, the new one does
+        scheduler.arm("g1", 4, datetime.now(timezone.utc) + timedelta(seconds=0.3), 30)
+        assert scheduler.armed() == ["g1:timeout"]
+        await _until(lambda: len(bus.sent) == 3)
+        assert bus.sent[2] == ("timeout:g1:4", "phase_timed_out", None)
+        assert scheduler.armed() == []
+
+        # a finished game's deadline is dropped
+        scheduler.arm("g2", 1, datetime.now(timezone.utc) + timedelta(seconds=0.3), 30)
+        scheduler.disarm("g2")
+        await asyncio.sleep(0.6)
+        assert len(bus.sent) == 3 and scheduler.armed() == []
+    finally:
+        scheduler.shutdown()
+
+
+async def test_a_deadline_already_past_fires_at_once():
+    bus = Recorder()
+    scheduler = DeadlineScheduler(bus)
+    scheduler.start()
+    try:
+        scheduler.arm("g3", 7, datetime.now(timezone.utc) - timedelta(hours=2), 3600)
+        assert scheduler.armed() == ["g3:timeout"], "reminders of the past are skipped"
+        await _until(lambda: bus.sent)
+        assert bus.sent == [("timeout:g3:7", "phase_timed_out", None)]
+    finally:
+        scheduler.shutdown()
