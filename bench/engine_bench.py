@@ -6,12 +6,15 @@ database and a fresh queue prefix), then:
 1. raw:       the plain aio-pika publish -> consume round trip on the same broker
               (the floor any command-to-event latency sits on);
 2. saturate:  N concurrent 5-player games played by scripted players as fast as
-              the engine answers: commands per second;
-3. paced:     the same at a fixed offered rate (default 500 commands/s):
-              p50 / p99 command-to-event latency;
+              the engine answers: commands per second, and the CPU each process
+              (engine, broker, this client, PostgreSQL) spent per command;
+3. paced:     the same at fixed offered rates (default 500 commands/s):
+              p50 / p99 command-to-event latency, split into "sent -> decided"
+              (the broker's delivery, the engine's queue) and "decided -> received"
+              (commit, publish, the broker, this client);
 4. open:      G open games (lobbies with five players) held by the engine: its RSS.
 
-    python bench/engine_bench.py [--games 200] [--rate 500] [--open-games 10000]
+    python bench/engine_bench.py [--games 1000] [--rates 500] [--open-games 10000]
 """
 
 from __future__ import annotations
@@ -42,6 +45,24 @@ PG_ADMIN = os.environ.get("PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(len(values) * p))] if values else float("nan")
+
+
+def cpu_seconds(pattern: str) -> dict[int, float]:
+    """User + system CPU time so far of each process whose command line matches."""
+    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+    times = {}
+    for pid in map(int, found):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        times[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return times
+
+
+def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds between two readings (a process started meanwhile counts from zero)."""
+    return sum(used - before.get(pid, 0.0) for pid, used in after.items())
 
 
 def rss_mb(pid: int) -> float:
@@ -98,6 +119,14 @@ class Players:
         self.rate: float | None = None
         self._next_slot = time.perf_counter()
         self.players: dict[str, tuple[str, ...]] = {}
+        self.sent_wall: dict[str, float] = {}
+        self.to_decided: list[float] = []  # sent -> the engine decided (the event's occurred_at)
+        self.from_decided: list[float] = []  # decided -> received here
+
+    def reset(self) -> None:
+        self.latency.clear()
+        self.to_decided.clear()
+        self.from_decided.clear()
 
     async def send(self, game: str, actor: str, body: dict, phase_id: int | None = None) -> None:
         if self.rate:
@@ -107,6 +136,7 @@ class Players:
                 await asyncio.sleep(delay)
         env = CommandEnvelope(game_id=game, actor=actor, phase_id=phase_id, command=body)
         self.sent_at[env.message_id] = time.perf_counter()
+        self.sent_wall[env.message_id] = time.time()
         self.commands += 1
         await self.bus.send_command(env)
 
@@ -114,6 +144,10 @@ class Players:
         t = self.sent_at.pop(env.caused_by, None) if env.caused_by else None
         if t is not None:
             self.latency.append((time.perf_counter() - t) * 1000)
+            sent, decided = self.sent_wall.pop(env.caused_by, None), env.occurred_at.timestamp()
+            if sent is not None:
+                self.to_decided.append((decided - sent) * 1000)
+                self.from_decided.append((time.time() - decided) * 1000)
         e = env.event
         game = env.game_id
         if e.type == "game_started":
@@ -142,13 +176,16 @@ class Players:
 
 async def play_games(bus: RabbitBus, players: Players, games: int, tag: str) -> float:
     ids = [f"{tag}{i}" for i in range(games)]
-    start = time.perf_counter()
-    for game in ids:
+
+    async def lobby(game: str) -> None:  # each game's lobby in order, the games side by side
         seats = [f"test:{game}p{j}" for j in range(5)]
         await players.send(game, seats[0], {"type": "create_game", "options": {}})
         for p in seats[1:]:
             await players.send(game, p, {"type": "join"})
         await players.send(game, seats[0], {"type": "start_game"})
+
+    start = time.perf_counter()
+    await asyncio.gather(*(lobby(game) for game in ids))
     while not set(ids) <= players.ended:
         await asyncio.sleep(0.05)
     return time.perf_counter() - start
@@ -156,8 +193,8 @@ async def play_games(bus: RabbitBus, players: Players, games: int, tag: str) -> 
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--games", type=int, default=200)
-    parser.add_argument("--rate", type=float, default=500)
+    parser.add_argument("--games", type=int, default=1000)
+    parser.add_argument("--rates", default="500", help="offered rates for the paced runs, e.g. 100,300,500")
     parser.add_argument("--open-games", type=int, default=10000)
     args = parser.parse_args()
 
@@ -180,22 +217,32 @@ async def main() -> None:
         await bus.subscribe_events("bench", "test.#", players.on_event)
         await asyncio.sleep(2)  # the engine connects and migrates
 
-        players.latency.clear()
+        players.reset()
         before = players.commands
+        processes = {"engine": "services.cli engine", "broker": "beam.smp", "client": "bench/engine_bench.py",
+                     "postgres": "postgres"}
+        cpu_before = {name: cpu_seconds(pattern) for name, pattern in processes.items()}
         elapsed = await play_games(bus, players, args.games, "s")
         n = players.commands - before
         rate = n / elapsed
         print(f"saturate: {args.games} games, {n} commands in {elapsed:.1f} s = {rate:.0f} commands/s; "
               f"latency p50 {statistics.median(players.latency):.1f} ms, p99 {pct(players.latency, 0.99):.1f} ms")
+        spent = {name: cpu_used(cpu_before[name], cpu_seconds(pattern)) for name, pattern in processes.items()}
+        print("  CPU while saturated (share of one core; CPU ms per command): " + ", ".join(
+            f"{name} {100 * used / elapsed:.0f}% ({1000 * used / n:.2f})" for name, used in spent.items())
+            + f"; {os.cpu_count()} cores")
 
-        players.latency.clear()
-        players.rate = args.rate
-        before = players.commands
-        elapsed = await play_games(bus, players, args.games, "r")
-        n = players.commands - before
-        lat50, lat99 = statistics.median(players.latency), pct(players.latency, 0.99)
-        print(f"paced at {args.rate:.0f}/s: {n} commands in {elapsed:.1f} s = {n / elapsed:.0f} commands/s; "
-              f"latency p50 {lat50:.1f} ms, p99 {lat99:.1f} ms ({lat99 / p99:.1f}x the raw broker p99)")
+        for index, offered in enumerate(float(r) for r in args.rates.split(",")):
+            players.reset()
+            players.rate = offered
+            before = players.commands
+            elapsed = await play_games(bus, players, args.games, f"r{index}_")
+            n = players.commands - before
+            lat50, lat99 = statistics.median(players.latency), pct(players.latency, 0.99)
+            print(f"paced at {offered:.0f}/s: {n} commands in {elapsed:.1f} s = {n / elapsed:.0f} commands/s; "
+                  f"latency p50 {lat50:.1f} ms, p99 {lat99:.1f} ms ({lat99 / p99:.1f}x the raw broker p99); "
+                  f"sent -> decided p50 {statistics.median(players.to_decided):.1f} ms, "
+                  f"decided -> received p50 {statistics.median(players.from_decided):.1f} ms")
         players.rate = None
 
         rss_before = rss_mb(engine.pid)

@@ -49,7 +49,7 @@ async def main(games: int) -> None:
         total = sum(await asyncio.gather(*(play(g) for g in range(games))))
         elapsed = time.perf_counter() - start
         print(f"{games} concurrent games, {total} commands in {elapsed:.1f} s = {total / elapsed:.0f} commands/s "
-              "(in-process bus, PostgreSQL, group commit)")
+              "(in-process bus, PostgreSQL, batches)")
     finally:
         await engine.stop()
         await store.close()

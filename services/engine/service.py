@@ -342,7 +342,7 @@ class EngineService(SideCommands):
             if isinstance(event, core_events.PhaseOpened):
                 deadline = now + timedelta(seconds=event.timeout_seconds) if event.timeout_seconds else None
                 deadline_at = deadline
-            envelope = EventEnvelope.model_construct(  # every part built and validated already
+            envelope = EventEnvelope(
                 message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=now,
                 audience=audience_model(event.audience), caused_by=env.message_id, deadline_at=deadline,
                 event=event_body(event))
@@ -350,7 +350,7 @@ class EngineService(SideCommands):
         if any(isinstance(e, (core_events.PhaseOpened, core_events.ShotHanded)) for e in result.events):
             for player in pending_players(state):  # each actor's buttons, privately
                 seq += 1
-                envelope = EventEnvelope.model_construct(
+                envelope = EventEnvelope(
                     message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=now,
                     audience=audience_model(Audience.to(player)), caused_by=env.message_id, deadline_at=None,
                     event=choices_for(state, player))
