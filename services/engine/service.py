@@ -361,7 +361,8 @@ class EngineService(SideCommands):
             game_id=env.game_id, message_id=env.message_id, outcome="accepted", events=envelopes, state=state,
             expected_version=loaded.version, new_game_seed=seed, origin_channel=loaded.origin_channel,
             deadline_at=deadline_at)
-        self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel))
+        self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel,
+                                               loaded.deadline_at if deadline_at is KEEP else deadline_at))
         scheduler = self.scheduler
         if scheduler is not None:
             if state.over or deadline_at is None:

@@ -33,7 +33,7 @@ class SideCommands:
             vote_track=v.vote_track, quest_sizes=v.quest_sizes, fails_needed=v.fails_needed,
             quest_results=tuple(QuestLine(quest=r.quest, fails=r.fails, failed=r.failed) for r in v.quest_results),
             team=v.team, excalibur_holder=v.excalibur_holder, lady_holder=v.lady_holder, waiting_for=v.waiting_for,
-            deadline_at=await self.store.deadline_of(env.game_id))
+            deadline_at=loaded.deadline_at)  # as decided, even if an earlier command of this batch moved it
         envelope = EventEnvelope(
             message_id=f"board:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
             audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
@@ -56,7 +56,7 @@ class SideCommands:
             game_id=env.game_id, message_id=env.message_id, outcome="accepted",
             events=[(envelope, self._channels(envelope, state, loaded.origin_channel))], state=state,
             expected_version=loaded.version)
-        self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel))
+        self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel, loaded.deadline_at))
 
     async def _update_profile(self, env: CommandEnvelope) -> None:
         c = env.command

@@ -46,6 +46,7 @@ class LoadedGame:
     version: int
     seed: int
     origin_channel: str
+    deadline_at: datetime | None = None  # the open phase's deadline
 
 
 @dataclass
@@ -159,22 +160,22 @@ class Store:
                     state = None
             if not isinstance(state, GameState):
                 state = await self._rebuild(session, game_id)
-            return LoadedGame(state, row.version, row.seed, row.origin_channel)
+            return LoadedGame(state, row.version, row.seed, row.origin_channel, aware(row.deadline_at))
 
     async def load_many(self, game_ids: set[str]) -> dict[str, LoadedGame]:
         """The games among these that exist (one query; a snapshot that cannot be read is rebuilt)."""
         async with self.engine.connect() as conn:
             rows = (await conn.execute(
-                select(GameRow.id, GameRow.version, GameRow.seed, GameRow.origin_channel, GameRow.state)
-                .where(GameRow.id.in_(list(game_ids))))).all()
+                select(GameRow.id, GameRow.version, GameRow.seed, GameRow.origin_channel, GameRow.state,
+                       GameRow.deadline_at).where(GameRow.id.in_(list(game_ids))))).all()
         found: dict[str, LoadedGame] = {}
-        for game_id, version, seed, origin, blob in rows:
+        for game_id, version, seed, origin, blob, deadline_at in rows:
             try:
                 state = pickle.loads(blob) if blob is not None else None  # noqa: S301 - our own snapshot
             except Exception:
                 state = None
             if isinstance(state, GameState):
-                found[game_id] = LoadedGame(state, version, seed, origin)
+                found[game_id] = LoadedGame(state, version, seed, origin, aware(deadline_at))
             elif (loaded := await self.load(game_id)) is not None:
                 found[game_id] = loaded
         return found

@@ -420,3 +420,15 @@ async def test_a_command_of_a_game_another_engine_moved_as_far_is_decided_again_
         await other.close()
     await harness.engine.handle_raw(_body(second))
     assert (await harness.store.load("race")).state.votes == {0: True, 1: True}
+
+
+async def test_the_board_asked_in_the_same_batch_as_a_proposal_shows_the_vote_and_its_deadline(harness):
+    for envelope in lobby_commands("gb", 5):
+        await harness.engine.handle_raw(_body(envelope))
+    state = (await harness.store.load("gb")).state
+    ask = CommandEnvelope(game_id="gb", actor="test:p3", command={"type": "show_board"})
+    await _handle_at_once(harness.engine, [_proposal("gb", state), ask])  # one batch: the vote opens, then the ask
+    await harness.bus.idle()
+    reply = next(e for e in harness.seen if e.caused_by == ask.message_id)
+    assert reply.event.phase is Phase.VOTE
+    assert reply.event.deadline_at == await harness.store.deadline_of("gb"), "the vote's deadline, not the proposal's"
