@@ -475,6 +475,20 @@ async def test_a_batch_of_events_arrives_in_order_as_single_envelopes(make_bus):
 
 # -- a batch of several games' events, bulk acknowledgements (RabbitMQ) --------------------------
 
+async def _nothing_delivered_again(make_rabbit_bus) -> None:
+    """A new consumer on the same queues gets no command again, and nothing was dead-lettered."""
+    second = await make_rabbit_bus()
+    again: list[bytes] = []
+
+    async def record(body: bytes) -> None:
+        again.append(body)
+
+    await second.consume_commands(record)
+    await quiet(0.5)
+    assert again == []
+    assert await second.dead_letters() == []
+
+
 def _record(inbox: list[EventEnvelope]):
     async def handler(envelope: EventEnvelope) -> None:
         inbox.append(envelope)
@@ -555,16 +569,7 @@ async def test_commands_finishing_out_of_order_are_all_acknowledged_and_not_deli
     assert done[-1] == "#0"
     await first.close()
 
-    second = await make_rabbit_bus()
-    again: list[bytes] = []
-
-    async def record(body: bytes) -> None:
-        again.append(body)
-
-    await second.consume_commands(record)
-    await quiet(0.5)
-    assert again == []  # every delivery was acknowledged before the first consumer went away
-    assert await second.dead_letters() == []
+    await _nothing_delivered_again(make_rabbit_bus)  # every delivery was acknowledged before the close
 
 
 async def test_a_command_abandoned_at_shutdown_is_delivered_again_but_the_ones_handled_after_it_are_not(
@@ -629,16 +634,7 @@ async def test_a_poison_command_amid_a_run_is_dead_lettered_at_once_and_the_rest
     assert sorted(calls) == sorted([f"#{i}" for i in range(10)] + ["#7"])
     await first.close()
 
-    second = await make_rabbit_bus()
-    again: list[bytes] = []
-
-    async def record(body: bytes) -> None:
-        again.append(body)
-
-    await second.consume_commands(record)
-    await quiet(0.5)
-    assert again == []
-    assert await second.dead_letters() == []
+    await _nothing_delivered_again(make_rabbit_bus)
 
 
 async def test_events_handled_are_acknowledged_and_a_new_subscriber_of_the_same_queue_gets_none_again(
