@@ -1,6 +1,7 @@
 """Engine service benchmark over the real broker and PostgreSQL. Not a test: it prints numbers.
 
-Starts ``avalon engine`` as its own process (RabbitMQ + PostgreSQL, a fresh
+Starts ``avalon engine`` as its own process (under cProfile, writing the file named by
+``BENCH_ENGINE_PROFILE`` if that is set; RabbitMQ + PostgreSQL, a fresh
 database and a fresh queue prefix), then:
 
 1. raw:       the plain aio-pika publish -> consume round trip on the same broker

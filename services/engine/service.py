@@ -5,7 +5,8 @@ was being committed. A batch is decided command by command in arrival order
 (so each game's commands stay in order, and a command sees the state its
 predecessors in the batch left), then committed in one transaction (new
 states, events and command ids), then its events are published from the
-outbox, and only then are its commands acknowledged. A command id seen before
+outbox (while the next batch is decided), and only then are its commands
+acknowledged. A command id seen before
 is dropped. Events committed but not yet published (a crash between commit
 and publish) are published on the next start. A rejection goes back to the
 actor alone, as an event with its reason.
@@ -68,6 +69,7 @@ class _Batch:
     deadlines: dict = field(default_factory=dict)  # game -> how to (re)arm its deadline once committed
     games: set[str] = field(default_factory=set)
     absent: set[str] = field(default_factory=set)  # games looked up for this batch and not found
+
 
 class Unpublished(Exception):
     """A committed command's events wait in the outbox behind earlier ones the bus did not take."""
@@ -159,7 +161,7 @@ class EngineService(SideCommands):
 
     async def _run_batch(self, batch: list[tuple[CommandEnvelope, asyncio.Future]], attempt: int = 1, *,
                          check_seen: bool = False) -> None:
-        """Decide and commit a batch, then hand its events to the publishing chain.
+        """Decide and commit a batch, then hand its events to the publishing loop.
 
         Command ids are checked against the ones this engine committed lately; the database's
         primary key catches the others (a redelivery after a restart): then the batch is checked
@@ -352,7 +354,7 @@ class EngineService(SideCommands):
                 seq += 1
                 envelope = EventEnvelope(
                     message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=now,
-                    audience=audience_model(Audience.to(player)), caused_by=env.message_id, deadline_at=None,
+                    audience=audience_model(Audience.to(player)), caused_by=env.message_id,
                     event=choices_for(state, player))
                 envelopes.append((envelope, self._channels(envelope, state, loaded.origin_channel)))
         if state.over:

@@ -50,6 +50,18 @@ class LoadedGame:
 
 
 @dataclass
+class _GameWrite:
+    """A game's row in a batch: the first command's expected version, the last one's state."""
+
+    expected: int
+    version: int = 0
+    state: GameState | None = None
+    seed: int | None = None  # a new game
+    origin_channel: str = "test"
+    deadline_at: object = KEEP
+
+
+@dataclass
 class _Rows:
     """What one batch writes: command ids, new games, game updates (with and without a new
     deadline) and events, as column dicts."""
@@ -210,23 +222,20 @@ class Store:
         """
         now = datetime.now(timezone.utc)
         processed, event_rows, owners = [], [], []
-        games: dict[str, dict] = {}  # one row per game, whatever the number of its commands in the batch
+        games: dict[str, _GameWrite] = {}  # one row per game, whatever the number of its commands in the batch
         for index, r in enumerate(requests):
             processed.append(dict(message_id=r["message_id"], game_id=r["game_id"], outcome=r["outcome"],
                                   processed_at=now))
             state, events = r.get("state"), r["events"]
             if state is not None:
                 expected = r.get("expected_version") or 0
-                version = events[-1][0].seq if events and events[-1][0].seq else expected
-                row = games.get(r["game_id"])
-                if row is None:
-                    row = games[r["game_id"]] = dict(b_id=r["game_id"], b_expected=expected, deadline_at=KEEP,
-                                                     new_game_seed=None)
-                row.update(version=version, state=state)
+                game = games.setdefault(r["game_id"], _GameWrite(expected))
+                game.version = events[-1][0].seq if events and events[-1][0].seq else expected
+                game.state = state
                 if r.get("new_game_seed") is not None:
-                    row.update(new_game_seed=r["new_game_seed"], origin_channel=r.get("origin_channel", "test"))
+                    game.seed, game.origin_channel = r["new_game_seed"], r.get("origin_channel", "test")
                 if r.get("deadline_at", KEEP) is not KEEP:
-                    row["deadline_at"] = r["deadline_at"]
+                    game.deadline_at = r["deadline_at"]
             for envelope, channels in events:
                 body = envelope.model_dump_json()
                 event_rows.append(dict(game_id=envelope.game_id, seq=envelope.seq or None, type=envelope.event.type,
@@ -234,19 +243,18 @@ class Store:
                                        body=body, published=not channels, created_at=now))
                 owners.append((index, envelope, channels, body))
         new_games, updates, keep_deadline = [], [], []
-        for row in games.values():
-            state = row.pop("state")
-            values = dict(version=row.pop("version"), phase=state.phase.value if state.phase else None,
+        for game_id, game in games.items():
+            state = game.state
+            values = dict(version=game.version, phase=state.phase.value if state.phase else None,
                           phase_id=state.phase_id, timeout_seconds=state.timeout_seconds,
                           state=pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), updated_at=now)
-            deadline, seed = row.pop("deadline_at"), row.pop("new_game_seed")
-            if seed is not None:
-                new_games.append(dict(id=row["b_id"], seed=seed, created_at=now, origin_channel=row["origin_channel"],
-                                      deadline_at=None if deadline is KEEP else deadline, **values))
-            elif deadline is KEEP:
-                keep_deadline.append(dict(b_id=row["b_id"], b_expected=row["b_expected"], **values))
+            if game.seed is not None:
+                new_games.append(dict(id=game_id, seed=game.seed, created_at=now, origin_channel=game.origin_channel,
+                                      deadline_at=None if game.deadline_at is KEEP else game.deadline_at, **values))
+            elif game.deadline_at is KEEP:
+                keep_deadline.append(dict(b_id=game_id, b_expected=game.expected, **values))
             else:
-                updates.append(dict(b_id=row["b_id"], b_expected=row["b_expected"], deadline_at=deadline, **values))
+                updates.append(dict(b_id=game_id, b_expected=game.expected, deadline_at=game.deadline_at, **values))
         rows = _Rows(processed, new_games, updates, keep_deadline, event_rows)
         ids = await (self._pg.write(rows) if self._pg is not None else self._write(rows))
         out: list[list[Outgoing]] = [[] for _ in requests]

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import deque
 import logging
+from collections import deque
 from typing import Any
 
 import aio_pika
