@@ -88,6 +88,7 @@ class EngineService(SideCommands):
         self._extra_channels: dict[str, set[str]] = {}
         self._routes: dict[tuple, tuple[str, ...]] = {}  # (origin, people) -> channels; cleared by a profile
         self._published: list[int] = []  # published, not yet marked in the outbox
+        self._marking = asyncio.Lock()  # a flush returns only once every id published before it is marked
         self._dirty: set[str] = set()  # games with events the bus did not take
         self._flusher: asyncio.Task | None = None
         self._waiting: list[tuple[CommandEnvelope, asyncio.Future]] = []  # arrived, not yet in a batch
@@ -285,9 +286,16 @@ class EngineService(SideCommands):
             await self.flush_published()
 
     async def flush_published(self) -> None:
-        """Mark published events in the outbox, in one statement for many commands."""
-        ids, self._published = self._published, []
-        await self.store.mark_published(ids)
+        """Mark published events in the outbox, in one statement for many commands. Waits for a flush
+        already under way (its ids were taken from the list but are not marked yet); ids that could not
+        be marked stay for the next flush."""
+        async with self._marking:
+            ids, self._published = self._published, []
+            try:
+                await self.store.mark_published(ids)
+            except BaseException:
+                self._published[:0] = ids
+                raise
 
     async def _flush_loop(self) -> None:
         while True:

@@ -432,3 +432,43 @@ async def test_the_board_asked_in_the_same_batch_as_a_proposal_shows_the_vote_an
     reply = next(e for e in harness.seen if e.caused_by == ask.message_id)
     assert reply.event.phase is Phase.VOTE
     assert reply.event.deadline_at == await harness.store.deadline_of("gb"), "the vote's deadline, not the proposal's"
+
+
+async def test_a_flush_returns_only_once_a_flush_already_under_way_has_marked_its_events(harness, monkeypatch):
+    mark = harness.store.mark_published
+    entered, gate = asyncio.Event(), asyncio.Event()
+
+    async def gated_mark(ids):
+        if ids:
+            entered.set()
+            await gate.wait()  # the background flush is slow to commit
+        await mark(ids)
+
+    monkeypatch.setattr(harness.store, "mark_published", gated_mark)
+    for envelope in lobby_commands("fl", 5):
+        await harness.engine.handle_raw(_body(envelope))
+    await asyncio.wait_for(entered.wait(), 5)  # the engine's own flush has taken the ids and waits on the database
+    second = asyncio.create_task(harness.engine.flush_published())
+    await asyncio.sleep(0.2)
+    if second.done():
+        assert await harness.store.unpublished(game_id="fl") == [], "a flush that returned has marked everything"
+    gate.set()
+    await second
+    assert await harness.store.unpublished(game_id="fl") == []
+
+
+async def test_ids_a_flush_could_not_mark_are_marked_by_the_next(harness, monkeypatch):
+    for envelope in lobby_commands("fm", 5):
+        await harness.engine.handle_raw(_body(envelope))
+    await harness.bus.idle()
+    mark = harness.store.mark_published
+
+    async def failing_mark(ids):
+        raise ConnectionError("database gone")
+
+    monkeypatch.setattr(harness.store, "mark_published", failing_mark)
+    with pytest.raises(ConnectionError):
+        await harness.engine.flush_published()
+    monkeypatch.setattr(harness.store, "mark_published", mark)
+    await harness.engine.flush_published()
+    assert await harness.store.unpublished(game_id="fm") == []
