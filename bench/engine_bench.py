@@ -22,21 +22,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
+import json
 import os
 import statistics
 import subprocess
 import sys
 import time
 import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 
 import aio_pika
+import aiormq
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from shared.bus.rabbit import RabbitBus  # noqa: E402
+from shared.bus.rabbit import COMMAND_ROUTING_KEY, RabbitBus  # noqa: E402
 from shared.protocol import CommandEnvelope  # noqa: E402
+from shared.runtime import settle_gc  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 AMQP = os.environ.get("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
@@ -46,6 +51,13 @@ PG_ADMIN = os.environ.get("PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(len(values) * p))] if values else float("nan")
+
+
+def tenths(trace: list[tuple[float, float]]) -> list[float]:
+    """p99 latency (ms) of the commands sent in each tenth of a run: is the tail spread or bunched?"""
+    trace = sorted(trace)
+    step = max(1, len(trace) // 10)
+    return [pct([1000 * lat for _, lat in trace[i:i + step]], 0.99) for i in range(0, len(trace), step)][:10]
 
 
 def cpu_seconds(pattern: str) -> dict[int, float]:
@@ -109,7 +121,14 @@ async def raw_round_trip(n: int = 2000) -> tuple[float, float, float]:
 
 
 class Players:
-    """Scripted players driven by the events: leaders propose the first seats, all approve, all succeed."""
+    """Scripted players driven by the events: leaders propose the first seats, all approve, all succeed.
+
+    A lean client, as a load generator should be: aiormq directly (no aio-pika message objects, no
+    task per delivery), envelopes written and read as plain JSON (one is checked against the
+    protocol's models at the start), events acknowledged in bulk like the bus does. It still
+    publishes every command persistent, mandatory and confirmed, on the protocol's exchange and key,
+    and consumes the events from a quorum queue of its own bound to ``test.#``, as a gateway would.
+    Its CPU per command is the price of the players, not of the engine, and it shares these cores."""
 
     def __init__(self, bus: RabbitBus) -> None:
         self.bus = bus
@@ -119,60 +138,118 @@ class Players:
         self.commands = 0
         self.rate: float | None = None
         self._next_slot = time.perf_counter()
-        self.players: dict[str, tuple[str, ...]] = {}
+        self.players: dict[str, list[str]] = {}
         self.sent_wall: dict[str, float] = {}
         self.to_decided: list[float] = []  # sent -> the engine decided (the event's occurred_at)
         self.from_decided: list[float] = []  # decided -> received here
+        self.trace: list = []
+        self._connection: aiormq.abc.AbstractConnection | None = None
+        self._publish: aiormq.abc.AbstractChannel | None = None
+        self._consume: aiormq.abc.AbstractChannel | None = None
+        self._ack_tag = 0
+        self._ack_scheduled = False
+        self._ids = itertools.count()
+        self._run = uuid.uuid4().hex[:8]
+
+    async def start(self) -> None:
+        _, probe = self.envelope("g", "test:p", {"type": "join"}, 3)
+        CommandEnvelope.model_validate_json(probe)  # what this client writes is a command of the protocol
+        self._connection = await aiormq.connect(AMQP)
+        self._publish = await self._connection.channel(publisher_confirms=True)
+        self._consume = await self._connection.channel()
+        await self._consume.basic_qos(prefetch_count=self.bus.event_prefetch)
+        queue = self.bus.event_queue_name("bench")
+        await self._consume.queue_declare(queue, durable=True, arguments=self.bus._quorum_arguments())
+        await self._consume.queue_bind(queue, self.bus.events_exchange_name, routing_key="test.#")
+        await self._consume.basic_consume(queue, self._on_message)
+
+    async def close(self) -> None:
+        if self._connection is not None:
+            await self._connection.close()
 
     def reset(self) -> None:
         self.latency.clear()
+        self.trace.clear()
         self.to_decided.clear()
         self.from_decided.clear()
 
-    async def send(self, game: str, actor: str, body: dict, phase_id: int | None = None) -> None:
+    def envelope(self, game: str, actor: str, body: dict, phase_id: int | None) -> tuple[str, bytes]:
+        message_id = f"{self._run}-{next(self._ids)}"
+        return message_id, json.dumps({"v": 1, "message_id": message_id, "game_id": game, "actor": actor, "channel": "test",
+                           "sent_at": datetime.now(timezone.utc).isoformat(), "phase_id": phase_id,
+                           "command": body}).encode()
+
+    async def send(self, game: str, actor: str, body: dict, phase_id: int | None = None, *,
+                   timed: bool = True) -> str:
         if self.rate:
             self._next_slot = max(self._next_slot + 1 / self.rate, time.perf_counter())
             delay = self._next_slot - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-        env = CommandEnvelope(game_id=game, actor=actor, phase_id=phase_id, command=body)
-        self.sent_at[env.message_id] = time.perf_counter()
-        self.sent_wall[env.message_id] = time.time()
+        message_id, raw = self.envelope(game, actor, body, phase_id)
+        if timed:
+            self.sent_at[message_id] = time.perf_counter()
+            self.sent_wall[message_id] = time.time()
         self.commands += 1
-        await self.bus.send_command(env)
+        assert self._publish is not None
+        confirm = await self._publish.basic_publish(
+            raw, exchange=self.bus.commands_exchange_name, routing_key=COMMAND_ROUTING_KEY, mandatory=True,
+            properties=aiormq.spec.Basic.Properties(delivery_mode=2, content_type="application/json",
+                                                    message_id=message_id))
+        if not isinstance(confirm, aiormq.spec.Basic.Ack):
+            raise RuntimeError(f"the broker did not take command {message_id}: {confirm!r}")
+        return message_id
 
-    async def on_event(self, env) -> None:
-        t = self.sent_at.pop(env.caused_by, None) if env.caused_by else None
+    async def _on_message(self, message: aiormq.abc.DeliveredMessage) -> None:
+        data = json.loads(message.body)
+        for env in data if isinstance(data, list) else (data,):
+            self.on_event(env)
+        self._ack_tag = max(self._ack_tag, message.delivery_tag)
+        if not self._ack_scheduled:  # one multiple ack for what this loop turn handled
+            self._ack_scheduled = True
+            asyncio.get_running_loop().call_soon(self._ack)
+
+    def _ack(self) -> None:
+        self._ack_scheduled = False
+        assert self._consume is not None
+        asyncio.ensure_future(self._consume.basic_ack(self._ack_tag, multiple=True))
+
+    def on_event(self, env: dict) -> None:
+        caused_by = env["caused_by"]
+        t = self.sent_at.pop(caused_by, None) if caused_by else None
         if t is not None:
-            self.latency.append((time.perf_counter() - t) * 1000)
-            sent, decided = self.sent_wall.pop(env.caused_by, None), env.occurred_at.timestamp()
+            now = time.perf_counter()
+            self.latency.append((now - t) * 1000)
+            self.trace.append((t, now - t))
+            sent, decided = self.sent_wall.pop(caused_by, None), datetime.fromisoformat(env["occurred_at"]).timestamp()
             if sent is not None:
                 self.to_decided.append((decided - sent) * 1000)
                 self.from_decided.append((time.time() - decided) * 1000)
-        e = env.event
-        game = env.game_id
-        if e.type == "game_started":
-            self.players[game] = e.seats
-        elif e.type == "phase_opened":
+        e = env["event"]
+        kind = e["type"]
+        game = env["game_id"]
+        if kind == "game_started":
+            self.players[game] = e["seats"]
+        elif kind == "phase_opened":
             asyncio.ensure_future(self.act(game, e))
-        elif e.type == "conference_opened" and env.audience.kind.value == "players":
-            if e.shooter in env.audience.players:
-                good = [p for p in self.players[game] if p not in e.members]
-                asyncio.ensure_future(self.send(game, e.shooter, {"type": "assassinate", "target": good[0]}))
-        elif e.type == "game_ended":
+        elif kind == "conference_opened" and env["audience"]["kind"] == "players":
+            if e["shooter"] in env["audience"]["players"]:
+                good = [p for p in self.players[game] if p not in e["members"]]
+                asyncio.ensure_future(self.send(game, e["shooter"], {"type": "assassinate", "target": good[0]}))
+        elif kind == "game_ended":
             self.ended.add(game)
 
-    async def act(self, game: str, e) -> None:
-        phase = e.phase.value
+    async def act(self, game: str, e: dict) -> None:
+        phase, phase_id = e["phase"], e["phase_id"]
         if phase == "proposal":
-            team = list(self.players[game][: e.team_size])
-            await self.send(game, e.leader, {"type": "propose_team", "team": team, "excalibur": None}, e.phase_id)
+            team = list(self.players[game][: e["team_size"]])
+            await self.send(game, e["leader"], {"type": "propose_team", "team": team, "excalibur": None}, phase_id)
         elif phase == "vote":
-            await asyncio.gather(*(self.send(game, p, {"type": "cast_vote", "approve": True}, e.phase_id)
-                                   for p in e.actors))
+            await asyncio.gather(*(self.send(game, p, {"type": "cast_vote", "approve": True}, phase_id)
+                                   for p in e["actors"]))
         elif phase == "quest":
-            await asyncio.gather(*(self.send(game, p, {"type": "play_card", "card": "success"}, e.phase_id)
-                                   for p in e.actors))
+            await asyncio.gather(*(self.send(game, p, {"type": "play_card", "card": "success"}, phase_id)
+                                   for p in e["actors"]))
 
 
 async def play_games(bus: RabbitBus, players: Players, games: int, tag: str) -> float:
@@ -210,12 +287,14 @@ async def main() -> None:
     engine = subprocess.Popen([sys.executable, *profile, "-m", "services.cli", "engine"], cwd=ROOT, env=env,
                               stdout=log.open("w"), stderr=subprocess.STDOUT)
     bus = RabbitBus(AMQP, prefix=prefix)
+    players = None
     try:
         p50, p99, raw_rate = await raw_round_trip()
         print(f"raw aio-pika round trip: p50 {p50:.2f} ms, p99 {p99:.2f} ms, {raw_rate:.0f} msg/s")
-        await bus.start()
+        await bus.start()  # the topology
         players = Players(bus)
-        await bus.subscribe_events("bench", "test.#", players.on_event)
+        await players.start()
+        settle_gc()  # the same collector settings as the engine's (shared/runtime.py)
         await asyncio.sleep(2)  # the engine connects and migrates
 
         players.reset()
@@ -242,8 +321,10 @@ async def main() -> None:
             lat50, lat99 = statistics.median(players.latency), pct(players.latency, 0.99)
             print(f"paced at {offered:.0f}/s: {n} commands in {elapsed:.1f} s = {n / elapsed:.0f} commands/s; "
                   f"latency p50 {lat50:.1f} ms, p99 {lat99:.1f} ms ({lat99 / p99:.1f}x the raw broker p99); "
-                  f"sent -> decided p50 {statistics.median(players.to_decided):.1f} ms, "
-                  f"decided -> received p50 {statistics.median(players.from_decided):.1f} ms")
+                  f"sent -> decided p50 {statistics.median(players.to_decided):.1f} ms "
+                  f"p99 {pct(players.to_decided, 0.99):.1f} ms, decided -> received p50 "
+                  f"{statistics.median(players.from_decided):.1f} ms p99 {pct(players.from_decided, 0.99):.1f} ms")
+            print("  p99 by tenth of the run (ms): " + " ".join(f"{p:.0f}" for p in tenths(players.trace)))
         players.rate = None
 
         rss_before = rss_mb(engine.pid)
@@ -252,18 +333,18 @@ async def main() -> None:
         for i in range(args.open_games):
             game = f"o{i}"
             seats = [f"test:{game}p{j}" for j in range(5)]
-            await players.send(game, seats[0], {"type": "create_game", "options": {}})
+            await players.send(game, seats[0], {"type": "create_game", "options": {}}, timed=False)
             for p in seats[1:]:
-                env_ = CommandEnvelope(game_id=game, actor=p, command={"type": "join"})
-                players.sent_at[env_.message_id] = time.perf_counter()
-                await bus.send_command(env_)
-                last = env_.message_id
+                last = await players.send(game, p, {"type": "join"}, timed=False)
+                players.sent_at[last] = time.perf_counter()
         while last in players.sent_at:
             await asyncio.sleep(0.1)
         print(f"open: {args.open_games} open games held in {time.perf_counter() - start:.0f} s; engine RSS "
               f"{rss_before:.0f} MB before, {rss_mb(engine.pid):.0f} MB after")
         print("targets: >= 1000 commands/s; p99 < 50 ms at 500 commands/s; 10,000 open games < 500 MB RSS")
     finally:
+        if players is not None:
+            await players.close()
         await bus.close()
         engine.terminate()
         engine.wait(10)

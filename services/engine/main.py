@@ -10,6 +10,7 @@ import signal
 
 from shared.bus import InProcessBus
 from shared.config import Settings
+from shared.runtime import settle_gc
 
 from .deadlines import DeadlineScheduler
 from .service import EngineService
@@ -54,6 +55,7 @@ async def _run(settings: Settings, bus, *, gateways: bool = False) -> None:
         telegram = TelegramRunner(settings, bus)
         await telegram.start()
         log.info("telegram gateway ready")
+    settle_gc()
     try:
         await stop.wait()
     finally:
