@@ -143,6 +143,7 @@ class Players:
         self.to_decided: list[float] = []  # sent -> the engine decided (the event's occurred_at)
         self.from_decided: list[float] = []  # decided -> received here
         self.trace: list = []
+        self.confirms: list[float] = []  # this client's publish -> the broker's confirm (ms)
         self._connection: aiormq.abc.AbstractConnection | None = None
         self._publish: aiormq.abc.AbstractChannel | None = None
         self._consume: aiormq.abc.AbstractChannel | None = None
@@ -170,6 +171,7 @@ class Players:
     def reset(self) -> None:
         self.latency.clear()
         self.trace.clear()
+        self.confirms.clear()
         self.to_decided.clear()
         self.from_decided.clear()
 
@@ -192,12 +194,14 @@ class Players:
             self.sent_wall[message_id] = time.time()
         self.commands += 1
         assert self._publish is not None
+        started = time.perf_counter()
         confirm = await self._publish.basic_publish(
             raw, exchange=self.bus.commands_exchange_name, routing_key=COMMAND_ROUTING_KEY, mandatory=True,
             properties=aiormq.spec.Basic.Properties(delivery_mode=2, content_type="application/json",
                                                     message_id=message_id))
         if not isinstance(confirm, aiormq.spec.Basic.Ack):
             raise RuntimeError(f"the broker did not take command {message_id}: {confirm!r}")
+        self.confirms.append((time.perf_counter() - started) * 1000)
         return message_id
 
     async def _on_message(self, message: aiormq.abc.DeliveredMessage) -> None:
@@ -274,6 +278,7 @@ async def main() -> None:
     parser.add_argument("--games", type=int, default=1000)
     parser.add_argument("--rates", default="500", help="offered rates for the paced runs, e.g. 100,300,500")
     parser.add_argument("--open-games", type=int, default=10000)
+    parser.add_argument("--no-saturate", action="store_true", help="skip the saturated run")
     args = parser.parse_args()
 
     db = f"avalon_bench_{uuid.uuid4().hex[:8]}"
@@ -297,34 +302,39 @@ async def main() -> None:
         settle_gc()  # the same collector settings as the engine's (shared/runtime.py)
         await asyncio.sleep(2)  # the engine connects and migrates
 
-        players.reset()
-        before = players.commands
         processes = {"engine": "services.cli engine", "broker": "beam.smp", "client": "bench/engine_bench.py",
                      "postgres": "postgres"}
-        cpu_before = {name: cpu_seconds(pattern) for name, pattern in processes.items()}
-        elapsed = await play_games(bus, players, args.games, "s")
-        n = players.commands - before
-        rate = n / elapsed
-        print(f"saturate: {args.games} games, {n} commands in {elapsed:.1f} s = {rate:.0f} commands/s; "
-              f"latency p50 {statistics.median(players.latency):.1f} ms, p99 {pct(players.latency, 0.99):.1f} ms")
-        spent = {name: cpu_used(cpu_before[name], cpu_seconds(pattern)) for name, pattern in processes.items()}
-        print("  CPU while saturated (share of one core; CPU ms per command): " + ", ".join(
-            f"{name} {100 * used / elapsed:.0f}% ({1000 * used / n:.2f})" for name, used in spent.items())
-            + f"; {os.cpu_count()} cores")
+
+        async def run(tag: str, rate: float | None) -> tuple[int, float]:
+            players.reset()
+            players.rate = rate
+            before = players.commands
+            cpu_before = {name: cpu_seconds(pattern) for name, pattern in processes.items()}
+            elapsed = await play_games(bus, players, args.games, tag)
+            n = players.commands - before
+            spent = {name: cpu_used(cpu_before[name], cpu_seconds(pattern)) for name, pattern in processes.items()}
+            print("  CPU (share of one core; CPU ms per command): " + ", ".join(
+                f"{name} {100 * used / elapsed:.0f}% ({1000 * used / n:.2f})" for name, used in spent.items())
+                + f"; {os.cpu_count()} cores")
+            return n, elapsed
+
+        if not args.no_saturate:
+            n, elapsed = await run("s", None)
+            print(f"saturate: {args.games} games, {n} commands in {elapsed:.1f} s = {n / elapsed:.0f} commands/s; "
+                  f"latency p50 {statistics.median(players.latency):.1f} ms, "
+                  f"p99 {pct(players.latency, 0.99):.1f} ms")
 
         for index, offered in enumerate(float(r) for r in args.rates.split(",")):
-            players.reset()
-            players.rate = offered
-            before = players.commands
-            elapsed = await play_games(bus, players, args.games, f"r{index}_")
-            n = players.commands - before
+            n, elapsed = await run(f"r{index}_", offered)
             lat50, lat99 = statistics.median(players.latency), pct(players.latency, 0.99)
             print(f"paced at {offered:.0f}/s: {n} commands in {elapsed:.1f} s = {n / elapsed:.0f} commands/s; "
                   f"latency p50 {lat50:.1f} ms, p99 {lat99:.1f} ms ({lat99 / p99:.1f}x the raw broker p99); "
                   f"sent -> decided p50 {statistics.median(players.to_decided):.1f} ms "
                   f"p99 {pct(players.to_decided, 0.99):.1f} ms, decided -> received p50 "
                   f"{statistics.median(players.from_decided):.1f} ms p99 {pct(players.from_decided, 0.99):.1f} ms")
-            print("  p99 by tenth of the run (ms): " + " ".join(f"{p:.0f}" for p in tenths(players.trace)))
+            print("  p99 by tenth of the run (ms): " + " ".join(f"{p:.0f}" for p in tenths(players.trace))
+                  + f"; the broker's confirm of a command p50 {statistics.median(players.confirms):.1f} ms "
+                  f"p99 {pct(players.confirms, 0.99):.1f} ms")
         players.rate = None
 
         rss_before = rss_mb(engine.pid)

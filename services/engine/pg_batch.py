@@ -65,6 +65,14 @@ def asyncpg_dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+async def _reset(conn: asyncpg.Connection) -> None:
+    """Before a connection goes back to the pool. asyncpg's default runs ``RESET ALL`` and the like: a
+    round trip per batch (5% of the engine's CPU at 500 commands/s) for session state these single
+    statements never leave. A transaction left open (an interrupted statement) is still rolled back."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
+
 class PgBatchWriter:
     def __init__(self, url: str) -> None:
         self.dsn = asyncpg_dsn(url)
@@ -74,7 +82,7 @@ class PgBatchWriter:
     async def _acquire_pool(self) -> asyncpg.Pool:
         async with self._opening:
             if self._pool is None:
-                self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=4)
+                self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=4, reset=_reset)
         return self._pool
 
     async def close(self) -> None:

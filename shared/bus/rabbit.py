@@ -32,7 +32,7 @@ import asyncio
 import json
 import logging
 from collections import deque
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import aio_pika
 import aiormq
@@ -90,7 +90,7 @@ class RabbitBus:
         self._events_exchange: AbstractExchange | None = None
         self._dead_queue: AbstractQueue | None = None
         self._consume_channels: list[AbstractRobustChannel] = []
-        self._consumers: list[tuple[AbstractQueue, str]] = []
+        self._consumers: list[tuple[str, Callable[[], Awaitable[Any]]]] = []  # (queue, cancel)
         self._inflight: set[asyncio.Task] = set()
         self._subscriptions: set[str] = set()
         self._ackers: list[_Acker] = []
@@ -145,11 +145,11 @@ class RabbitBus:
         # then skip straight to closing the connection (the broker has dropped the consumers already)
         connected = self._connection.connected.is_set()  # type: ignore[attr-defined]
         # 1. no new deliveries
-        for queue, tag in self._consumers if connected else ():
+        for queue, cancel in self._consumers if connected else ():
             try:
-                await asyncio.wait_for(queue.cancel(tag), _CLOSE_TIMEOUT)
+                await asyncio.wait_for(cancel(), _CLOSE_TIMEOUT)
             except Exception:  # the channel may be gone already; closing it below cancels too
-                log.warning("could not cancel consumer %s on %s", tag, queue.name, exc_info=True)
+                log.warning("could not cancel the consumer on %s", queue, exc_info=True)
         self._consumers.clear()
         # 2. let the handlers in flight finish (and ack) for a while, then cancel them: a message
         #    left unacked goes back to its queue when the channel closes
@@ -200,14 +200,15 @@ class RabbitBus:
         # When all is well nothing here yields (publish_events relies on that for the order).
         if not self._ready():
             await asyncio.wait_for(self._publish_channel.ready(), self.publish_timeout)
-        message = aio_pika.Message(
-            body,
-            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-            content_type="application/json",
-            message_id=message_id,
-        )
+        if self._publish_channel.is_closed:
+            raise ChannelInvalidStateError(f"{self._publish_channel!r} closed")
+        # straight to aiormq: aio-pika's Message (and its validation) was 7% of the engine's CPU
+        channel = await self._publish_channel.get_underlay_channel()
+        properties = aiormq.spec.Basic.Properties(delivery_mode=2, content_type="application/json",
+                                                  message_id=message_id)
         try:
-            result = await exchange.publish(message, routing_key=key, mandatory=True, timeout=self.publish_timeout)
+            result = await channel.basic_publish(body, exchange=exchange.name, routing_key=key, properties=properties,
+                                                 mandatory=True, timeout=self.publish_timeout)
         except PublishError as e:  # basic.return: no queue is bound for this key
             raise Unroutable(f"{exchange.name}/{key}: {e}") from e
         except DeliveryError as e:  # basic.nack: the broker did not take it (e.g. a queue over its limit)
@@ -295,27 +296,48 @@ class RabbitBus:
         return task
 
     async def consume_commands(self, handler: CommandHandler, *, prefetch: int = 64) -> None:
+        """Commands are consumed with aiormq directly: aio-pika's consumer wraps each delivery in an
+        IncomingMessage and one more task, ~8% of the engine's CPU. The robust channel comes back
+        after a reconnect (with its QoS); the consumer is registered on it again here."""
         connection = self._require_started()
         channel = await connection.channel()
         self._consume_channels.append(channel)
         await channel.set_qos(prefetch_count=prefetch)  # the broker keeps at most `prefetch` unacked here
-        queue = await channel.declare_queue(
-            self.commands_queue_name, durable=True, arguments=self._command_queue_arguments(),
-        )
+        await channel.declare_queue(self.commands_queue_name, durable=True, arguments=self._command_queue_arguments())
         acker = self._new_acker()
+        tags: list[str] = []  # the consumer's tag on the current underlying channel
 
-        async def on_message(message: AbstractIncomingMessage) -> None:
-            # aio-pika runs this in a task per delivery, created in delivery order; starting the
+        async def on_delivery(delivered: aiormq.abc.DeliveredMessage) -> None:
+            # aiormq runs this in a task per delivery, created in delivery order; starting the
             # handler's task here, without awaiting anything first, keeps the arrival order. The
-            # handler serializes commands of one game itself.
+            # handler needs a task of its own: aiormq cancels its tasks when the connection drops,
+            # and a command being decided must still finish (its ack then goes nowhere).
+            message = _Delivery(delivered)
             acker.delivered(message)
             acker.watch(message, self._spawn(self._handle_command(handler, message, acker)))
 
-        tag = await queue.consume(on_message)
-        self._consumers.append((queue, tag))
+        async def consume() -> None:
+            underlay = await channel.get_underlay_channel()
+            result = await underlay.basic_consume(self.commands_queue_name, on_delivery)
+            tags[:] = [result.consumer_tag]
 
-    async def _handle_command(self, handler: CommandHandler, message: AbstractIncomingMessage,
-                              acker: "_Acker") -> None:
+        async def cancel() -> None:
+            if tags and not channel.is_closed:
+                underlay = await channel.get_underlay_channel()
+                await underlay.basic_cancel(tags[0])
+
+        async def consume_again(*_: Any) -> None:  # aio-pika gathers reopen callbacks' errors silently
+            try:
+                await consume()
+            except Exception:
+                log.exception("could not consume %s again after reconnecting", self.commands_queue_name)
+                raise
+
+        await consume()
+        channel.reopen_callbacks.add(consume_again)
+        self._consumers.append((self.commands_queue_name, cancel))
+
+    async def _handle_command(self, handler: CommandHandler, message: "_Delivery", acker: "_Acker") -> None:
         try:
             await handler(message.body)
         except PoisonMessage as e:
@@ -349,7 +371,7 @@ class RabbitBus:
             acker.watch(message, self._spawn(self._handle_event(handler, message, lock, acker)))
 
         tag = await queue.consume(on_message)
-        self._consumers.append((queue, tag))
+        self._consumers.append((queue.name, lambda: queue.cancel(tag)))
 
     async def _handle_event(self, handler: EventHandler, message: AbstractIncomingMessage, lock: asyncio.Lock,
                             acker: "_Acker") -> None:
@@ -407,6 +429,32 @@ class RabbitBus:
 
 
 _BATCH = TypeAdapter(list[EventEnvelope])
+
+
+class _Delivery:
+    """An aiormq delivery with the few parts of aio-pika's IncomingMessage the bus uses."""
+
+    __slots__ = ("_delivered", "channel", "body", "delivery_tag")
+
+    def __init__(self, delivered: aiormq.abc.DeliveredMessage) -> None:
+        self._delivered = delivered
+        self.channel = delivered.channel
+        self.body = delivered.body
+        self.delivery_tag = delivered.delivery_tag
+
+    @property
+    def message_id(self) -> str | None:
+        return self._delivered.header.properties.message_id
+
+    @property
+    def headers(self) -> dict | None:
+        return self._delivered.header.properties.headers
+
+    def ack(self, multiple: bool = False) -> Awaitable[None]:
+        return self.channel.basic_ack(self.delivery_tag, multiple=multiple)
+
+    def reject(self, requeue: bool = True) -> Awaitable[None]:
+        return self.channel.basic_reject(self.delivery_tag, requeue=requeue)
 
 
 class _Acker:
