@@ -12,10 +12,15 @@ database and a fresh queue prefix), then:
 3. paced:     the same at fixed offered rates (default 500 commands/s):
               p50 / p99 command-to-event latency, split into "sent -> decided"
               (the broker's delivery, the engine's queue) and "decided -> received"
-              (commit, publish, the broker, this client);
+              (commit, publish, the broker, this client); the p99 of each tenth of
+              the run; the broker's own publish-confirm latency for this client's
+              commands under the same load; CPU per process and per command;
 4. open:      G open games (lobbies with five players) held by the engine: its RSS.
 
-    python bench/engine_bench.py [--games 1000] [--rates 500] [--open-games 10000]
+The scripted players are a lean client (aiormq, plain JSON; see ``Players``): they
+share the two cores with the engine, the broker and PostgreSQL.
+
+    python bench/engine_bench.py [--games 1000] [--rates 500] [--open-games 10000] [--no-saturate]
 """
 
 from __future__ import annotations
@@ -215,8 +220,16 @@ class Players:
 
     def _ack(self) -> None:
         self._ack_scheduled = False
+        asyncio.ensure_future(self._send_ack(self._ack_tag))
+
+    async def _send_ack(self, tag: int) -> None:
         assert self._consume is not None
-        asyncio.ensure_future(self._consume.basic_ack(self._ack_tag, multiple=True))
+        if self._consume.is_closed:  # closing at the end of the run: the broker requeues the rest
+            return
+        try:
+            await self._consume.basic_ack(tag, multiple=True)
+        except aiormq.exceptions.AMQPError as error:
+            print(f"  could not acknowledge events up to {tag}: {error!r}", file=sys.stderr)
 
     def on_event(self, env: dict) -> None:
         caused_by = env["caused_by"]
