@@ -77,6 +77,7 @@ class TelegramRunner:
 async def run_telegram(settings: Settings) -> None:
     from services.engine.main import stop_on_signal
     from shared.bus.rabbit import RabbitBus
+    from shared.runtime import settle_gc
 
     if not settings.telegram_bot_token:
         raise SystemExit("avalon telegram: set TELEGRAM_BOT_TOKEN")
@@ -86,6 +87,7 @@ async def run_telegram(settings: Settings) -> None:
     runner = TelegramRunner(settings, bus)
     await runner.start()
     log.info("telegram gateway ready")
+    settle_gc()
     try:
         await stop.wait()
     finally:
