@@ -5,9 +5,9 @@ Starts ``avalon engine`` as its own process (under cProfile, writing the file na
 database and a fresh queue prefix), then:
 
 1. raw:       the plain aio-pika publish -> consume round trip on the same broker
-              (the floor any command-to-event latency sits on), one at a time, and
-              paced at each offered rate through a quorum queue (a command crosses
-              two such hops: the command queue, then its subscriber's event queue);
+              (the floor any command-to-event latency sits on), one at a time; and
+              at each offered rate, the engine's path with no engine: a quorum queue,
+              a relay publishing each message on into a second quorum queue, a consumer;
 2. saturate:  N concurrent 5-player games played by scripted players as fast as
               the engine answers: commands per second, and the CPU each process
               (engine, broker, this client, PostgreSQL) spent per command;
@@ -127,25 +127,34 @@ async def raw_round_trip(n: int = 2000) -> tuple[float, float, float]:
     return statistics.median(latencies), pct(latencies, 0.99), rate
 
 
-async def raw_paced(rate: float, seconds: float = 10.0) -> tuple[float, float]:
-    """p50, p99 (ms) of plain persistent publish -> consume at a fixed rate through a quorum queue (as
-    the command and event queues are), with nothing else running: one broker hop's floor at that rate."""
-    conn = await aio_pika.connect_robust(AMQP)
-    channel = await conn.channel(publisher_confirms=True)
-    queue = await channel.declare_queue(f"bench.rawq.{uuid.uuid4().hex[:8]}", durable=True,
-                                        arguments={"x-queue-type": "quorum"})
+async def raw_relay(rate: float, seconds: float = 10.0) -> tuple[float, float]:
+    """p50, p99 (ms) of the engine's path with no engine: at a fixed rate, persistent confirmed messages
+    into a quorum queue, a relay that publishes each one on (confirmed) into a second quorum queue and
+    then acks it, and a consumer of that queue. A command crosses the broker the same way."""
+    connections = [await aio_pika.connect_robust(AMQP) for _ in range(2)]
+    client, relay = [await c.channel(publisher_confirms=True) for c in connections]
+    await relay.set_qos(prefetch_count=1024)
+    queues = [await client.declare_queue(f"bench.relay{i}.{uuid.uuid4().hex[:8]}", durable=True,
+                                         arguments={"x-queue-type": "quorum"}) for i in range(2)]
+    relay_queue = await relay.get_queue(queues[0].name)
     sent: dict[str, float] = {}
     latencies: list[float] = []
 
-    async def on_message(message: aio_pika.abc.AbstractIncomingMessage) -> None:
+    async def pass_on(message: aio_pika.abc.AbstractIncomingMessage) -> None:
+        await relay.default_exchange.publish(
+            aio_pika.Message(message.body, message_id=message.message_id,
+                             delivery_mode=aio_pika.DeliveryMode.PERSISTENT), queues[1].name)
+        await message.ack()
+
+    async def receive(message: aio_pika.abc.AbstractIncomingMessage) -> None:
         latencies.append((time.perf_counter() - sent[message.message_id]) * 1000)
         await message.ack()
-    tag = await queue.consume(on_message)
+    tags = [(relay_queue, await relay_queue.consume(pass_on)), (queues[1], await queues[1].consume(receive))]
 
     async def publish(mid: str) -> None:
         sent[mid] = time.perf_counter()
-        await channel.default_exchange.publish(
-            aio_pika.Message(b"{}", message_id=mid, delivery_mode=aio_pika.DeliveryMode.PERSISTENT), queue.name)
+        await client.default_exchange.publish(
+            aio_pika.Message(b"{}", message_id=mid, delivery_mode=aio_pika.DeliveryMode.PERSISTENT), queues[0].name)
     start, count, tasks = time.perf_counter(), 0, []
     while time.perf_counter() - start < seconds:
         while count < (time.perf_counter() - start) * rate:
@@ -155,9 +164,12 @@ async def raw_paced(rate: float, seconds: float = 10.0) -> tuple[float, float]:
     await asyncio.gather(*tasks)
     while len(latencies) < count:
         await asyncio.sleep(0.01)
-    await queue.cancel(tag)
-    await queue.delete(if_unused=False, if_empty=False)
-    await conn.close()
+    for queue, tag in tags:
+        await queue.cancel(tag)
+    for queue in queues:
+        await queue.delete(if_unused=False, if_empty=False)
+    for connection in connections:
+        await connection.close()
     return statistics.median(latencies), pct(latencies, 0.99)
 
 
@@ -348,9 +360,9 @@ async def main() -> None:
         rates = [float(r) for r in args.rates.split(",")]
         floor = {}
         for offered in rates:
-            floor[offered] = await raw_paced(offered)
-            print(f"raw aio-pika at {offered:.0f} msg/s through a quorum queue (one hop, nothing else running): "
-                  f"p50 {floor[offered][0]:.2f} ms, p99 {floor[offered][1]:.2f} ms")
+            floor[offered] = await raw_relay(offered)
+            print(f"raw aio-pika at {offered:.0f} msg/s, two quorum queues with a relay doing nothing between "
+                  f"(the engine's path, no engine): p50 {floor[offered][0]:.2f} ms, p99 {floor[offered][1]:.2f} ms")
         await bus.start()  # the topology
         players = Players(bus)
         await players.start()
@@ -384,7 +396,7 @@ async def main() -> None:
             lat50, lat99 = statistics.median(players.latency), pct(players.latency, 0.99)
             print(f"paced at {offered:.0f}/s: {n} commands in {elapsed:.1f} s = {n / elapsed:.0f} commands/s; "
                   f"latency p50 {lat50:.1f} ms, p99 {lat99:.1f} ms ({lat99 / p99:.1f}x the raw broker p99, "
-                  f"{lat99 / floor[offered][1]:.1f}x one hop's p99 at this rate); "
+                  f"{lat99 / floor[offered][1]:.1f}x the relay's p99 at this rate); "
                   f"sent -> decided p50 {statistics.median(players.to_decided):.1f} ms "
                   f"p99 {pct(players.to_decided, 0.99):.1f} ms, decided -> received p50 "
                   f"{statistics.median(players.from_decided):.1f} ms p99 {pct(players.from_decided, 0.99):.1f} ms")
