@@ -6,9 +6,9 @@ was being committed. A batch is decided command by command in arrival order
 predecessors in the batch left), then committed in one transaction (new
 states, events and command ids), then its events are published from the
 outbox (while the next batch is decided), and only then are its commands
-acknowledged. A command id seen before
-is dropped. Events committed but not yet published (a crash between commit
-and publish) are published on the next start. A rejection goes back to the
+acknowledged. A command id seen before is dropped. Events committed but not
+yet published (a crash between commit and publish) are published on the next
+start. A rejection goes back to the
 actor alone, as an event with its reason.
 
 If a batch cannot be committed (a command id another engine already took, a

@@ -89,6 +89,18 @@ class Outgoing:
     body: str  # the envelope as JSON, as stored (and published)
 
 
+def _snapshot(blob: bytes | None) -> GameState | None:
+    """A game's pickled state as stored, or None when there is none or it cannot be read (then the
+    caller rebuilds it from the event log)."""
+    if blob is None:
+        return None
+    try:
+        state = pickle.loads(blob)  # noqa: S301 - our own snapshot
+    except Exception:
+        return None
+    return state if isinstance(state, GameState) else None
+
+
 def aware(moment: datetime | None) -> datetime | None:
     """Datetimes are stored in UTC; a driver may hand them back without the zone."""
     if moment is None or moment.tzinfo is not None:
@@ -164,13 +176,8 @@ class Store:
             row = await session.get(GameRow, game_id)
             if row is None:
                 return None
-            state = None
-            if row.state is not None:
-                try:
-                    state = pickle.loads(row.state)  # noqa: S301 - our own snapshot
-                except Exception:
-                    state = None
-            if not isinstance(state, GameState):
+            state = _snapshot(row.state)
+            if state is None:
                 state = await self._rebuild(session, game_id)
             return LoadedGame(state, row.version, row.seed, row.origin_channel, aware(row.deadline_at))
 
@@ -182,11 +189,7 @@ class Store:
                        GameRow.deadline_at).where(GameRow.id.in_(list(game_ids))))).all()
         found: dict[str, LoadedGame] = {}
         for game_id, version, seed, origin, blob, deadline_at in rows:
-            try:
-                state = pickle.loads(blob) if blob is not None else None  # noqa: S301 - our own snapshot
-            except Exception:
-                state = None
-            if isinstance(state, GameState):
+            if (state := _snapshot(blob)) is not None:
                 found[game_id] = LoadedGame(state, version, seed, origin, aware(deadline_at))
             elif (loaded := await self.load(game_id)) is not None:
                 found[game_id] = loaded

@@ -548,6 +548,13 @@ async def test_events_of_several_games_published_at_once_share_messages_and_keep
         assert [seq for g, seq in arrived if g == game] == list(range(1, len(per_game[game]) + 1))
 
 
+async def _consume_then_send(bus, handler, sent: list[CommandEnvelope]) -> None:
+    """Start consuming with room for the whole run, then send it."""
+    await bus.consume_commands(handler, prefetch=64)
+    for envelope in sent:
+        await bus.send_command(envelope)
+
+
 async def test_commands_finishing_out_of_order_are_all_acknowledged_and_not_delivered_again(make_rabbit_bus):
     first = await make_rabbit_bus()
     sent = [command(f"#{i}") for i in range(20)]
@@ -562,9 +569,7 @@ async def test_commands_finishing_out_of_order_are_all_acknowledged_and_not_deli
         if len(done) == len(sent) - 1:
             others_done.set()
 
-    await first.consume_commands(handler, prefetch=64)
-    for envelope in sent:
-        await first.send_command(envelope)
+    await _consume_then_send(first, handler, sent)
     await eventually(lambda: len(done) == len(sent), "every command is handled")
     assert done[-1] == "#0"
     await first.close()
@@ -587,9 +592,7 @@ async def test_a_command_abandoned_at_shutdown_is_delivered_again_but_the_ones_h
             await asyncio.Event().wait()  # never finishes: cancelled at shutdown, never acknowledged
         done.append(text)
 
-    await first.consume_commands(handler, prefetch=64)
-    for envelope in sent:
-        await first.send_command(envelope)
+    await _consume_then_send(first, handler, sent)
     await asyncio.wait_for(stuck.wait(), TIMEOUT)
     await eventually(lambda: len(done) == 9, "the commands after the stuck one are handled")
     await first.close()
@@ -622,9 +625,7 @@ async def test_a_poison_command_amid_a_run_is_dead_lettered_at_once_and_the_rest
         elif text == "#7" and calls.count("#7") == 1:
             raise RuntimeError("transient")  # rejected and delivered again
 
-    await first.consume_commands(handler, prefetch=64)
-    for envelope in sent:
-        await first.send_command(envelope)
+    await _consume_then_send(first, handler, sent)
     # the rejection does not wait for the acknowledgements held back behind #0
     assert [CommandEnvelope.model_validate_json(b) for b in await dead_letters(first, 1)] == [sent[4]]
     await eventually(lambda: calls.count("#7") == 2, "the failed command is delivered again")
