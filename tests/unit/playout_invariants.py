@@ -2,7 +2,7 @@
 
 ``EventChecker`` keeps its own small model of the game, built only from the
 events and from the test's own rule tables (``playout_rules``), and asserts at
-every event that the engine did what RULES.md says. Its ``check_views``
+every event that the engine did what docs/rules.md says. Its ``check_views``
 (``playout_views``) compares ``view(state, viewer)`` at a chosen moment with
 what that model says each viewer may know and do.
 """
@@ -168,7 +168,7 @@ class EventChecker(ViewChecks):
         return False
 
     def expected_rule(self, phase: Phase) -> MissedRule:
-        """The missed-deadline rule each preset announces (RULES.md section 7, README)."""
+        """The missed-deadline rule each preset announces (docs/rules.md section 7, README)."""
         if phase is P.PROPOSAL:
             if self.forum or (self.online and self.rejections == 4):
                 return M.PROPOSAL_CANCELLED
@@ -246,7 +246,7 @@ class EventChecker(ViewChecks):
         dealt = Counter(e.roles)
         if cast is not None:
             assert dealt == cast, f"dealt {sorted(dealt.items())}, RULES say {sorted(cast.items())}"
-        else:  # the standard set where RULES.md leaves the exact cut open
+        else:  # the standard set where docs/rules.md leaves the exact cut open
             for r in (Role.MERLIN, Role.PERCIVAL, Role.ASSASSIN):
                 assert dealt[r] == 1, f"standard set without {r.value}: {dealt}"
         for r, count in dealt.items():

@@ -1,7 +1,7 @@
-"""The rules the playout tests check against, written from RULES.md, not from the engine.
+"""The rules the playout tests check against, written from docs/rules.md, not from the engine.
 
 Nothing here imports the engine's tables, ``knows`` or ``cast_for``: these are the
-test's own copies of RULES.md sections 1, 2, 7, 8 and 9 (and the README's choices
+test's own copies of docs/rules.md sections 1, 2, 7, 8 and 9 (and the README's choices
 where the rule texts are silent), so a wrong number in the engine shows up as a
 disagreement instead of being checked against itself.
 """
@@ -15,7 +15,7 @@ from services.engine.rules.model import Knowledge, Role, Team
 R = Role
 K = Knowledge
 
-# -- RULES.md section 1 ------------------------------------------------------
+# -- docs/rules.md section 1 -------------------------------------------------
 
 #: players -> (good, evil)
 TEAM_SIZES = {5: (3, 2), 6: (4, 2), 7: (4, 3), 8: (5, 3), 9: (6, 3), 10: (6, 4), 11: (7, 4), 12: (8, 4)}
@@ -38,7 +38,7 @@ def fails_to_fail(players: int, quest: int) -> int:
     return 2 if quest == 4 and players >= 7 else 1
 
 
-# -- RULES.md section 2 and 8: roles, teams and the night --------------------
+# -- docs/rules.md section 2 and 8: roles, teams and the night ---------------
 
 GOOD_ROLES = {R.MERLIN, R.PERCIVAL, R.LOYAL_SERVANT, R.GOOD_LANCELOT}
 EVIL_ROLES = {R.ASSASSIN, R.MORGANA, R.MORDRED, R.OBERON, R.MINION, R.EVIL_LANCELOT}
@@ -100,7 +100,7 @@ def expected_night(seats: tuple[str, ...], roles: tuple[Role, ...], lancelot: st
     return out
 
 
-# -- RULES.md section 2: which cards are dealt --------------------------------
+# -- docs/rules.md section 2: which cards are dealt ---------------------------
 
 #: Recommended evil roles (ru/nl) for the standard set, Assassin included.
 STANDARD_EVIL = {
@@ -117,7 +117,7 @@ FALLBACK_SHOOTERS = (R.ASSASSIN, R.MORGANA, R.MORDRED)
 
 
 def role_set_fits(roles: tuple[Role, ...] | None, players: int, lancelot: bool) -> bool:
-    """Whether a host's selection is playable (RULES.md section 2)."""
+    """Whether a host's selection is playable (docs/rules.md section 2)."""
     if roles is None:
         return True
     good_seats, evil_seats = TEAM_SIZES[players]
@@ -129,7 +129,7 @@ def role_set_fits(roles: tuple[Role, ...] | None, players: int, lancelot: bool) 
 
 
 def expected_cast(roles: tuple[Role, ...] | None, players: int, lancelot: bool) -> Counter | None:
-    """The exact multiset of role cards, or ``None`` where RULES.md leaves it open
+    """The exact multiset of role cards, or ``None`` where docs/rules.md leaves it open
     (the standard set with Lancelot, or for 11-12 players)."""
     good_seats, evil_seats = TEAM_SIZES[players]
     if roles is None:
@@ -154,11 +154,11 @@ def expected_shooter_role(dealt: tuple[Role, ...]) -> Role:
     return next(r for r in FALLBACK_SHOOTERS if r in dealt)
 
 
-# -- RULES.md sections 3, 7, 9: what each preset does -------------------------
+# -- docs/rules.md sections 3, 7, 9: what each preset does --------------------
 
 HOUR = 3600
 
-#: preset -> per-phase facts a player is told (RULES.md section 7 and 9)
+#: preset -> per-phase facts a player is told (docs/rules.md section 7 and 9)
 FORUM_TIMERS = {"proposal": 48 * HOUR, "vote": 24 * HOUR, "quest": 24 * HOUR, "assassination": 48 * HOUR}
 
 #: Lancelot variant 1 loyalty decks as (no change, switch): forum 3+2, boxed 5+2.

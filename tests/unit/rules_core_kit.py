@@ -1,4 +1,4 @@
-"""Small helpers shared by the ``test_rules_*`` scenario tests (RULES.md §1-4, §9).
+"""Small helpers shared by the ``test_rules_*`` scenario tests (docs/rules.md §1-4, §9).
 
 They only read a ``gamekit.Game``; they never change how it plays.
 """

@@ -9,7 +9,7 @@ each preset. The role set (standard or an explicit selection that fits) and the
 missed-deadline rate (0, 0.1 or 0.2) vary per game from its seed.
 
 Each game is checked event by event by ``EventChecker`` (the test's own model,
-written from RULES.md), and the views are checked after the deal, at a random
+written from docs/rules.md), and the views are checked after the deal, at a random
 moment and at the end. Every 50th game is also replayed from its commands and
 from its events. A failure lists the broken games with their seed and options
 and the line that reproduces each.
@@ -153,7 +153,7 @@ def test_random_legal_games_keep_every_rule(preset, players):
 
 @pytest.mark.parametrize("preset", ["classic", "online"])
 def test_eleven_and_twelve_players_play_only_in_the_forum_preset(preset):
-    """RULES.md section 9: classic and online are for 5-10 players; 11-12 come from the forum seed."""
+    """docs/rules.md section 9: classic and online are for 5-10 players; 11-12 come from the forum seed."""
     refused = apply(new_game(), CreateGame(actor="p1", game_id="g", seed=1,
                                            options=Options.preset_defaults(preset, max_players=12)))
     assert isinstance(refused, Rejection) and "max_players" in refused.message

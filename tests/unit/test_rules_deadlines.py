@@ -1,4 +1,4 @@
-"""Deadlines and missed deadlines (RULES.md section 7; the fr seed).
+"""Deadlines and missed deadlines (docs/rules.md section 7; the fr seed).
 
 Every phase of every preset has a deadline; ``PhaseOpened`` announces it and
 the rule a missed deadline applies (``missed_rule``), and a ``PhaseTimedOut``
@@ -38,7 +38,7 @@ from .gamekit import Game
 PRESETS = ["classic", "online", "forum"]
 H = 3600
 
-#: The missed-deadline rule each preset announces, phase by phase (RULES.md §7, README).
+#: The missed-deadline rule each preset announces, phase by phase (docs/rules.md §7, README).
 PROPOSAL_RULE = {
     "classic": MissedRule.PROPOSAL_COUNTS_AS_REJECTION,
     "online": MissedRule.PROPOSAL_COUNTS_AS_REJECTION,
@@ -97,7 +97,7 @@ def timeout_checked(g: Game, phase: Phase, rule: MissedRule) -> list:
 
 @pytest.mark.parametrize("preset", ["classic", "online"])
 def test_missed_proposal_counts_as_a_rejection_and_the_next_leader_proposes(preset):
-    """RULES.md §7: classic and online define a missed proposal as a rejection (track +1, next leader)."""
+    """docs/rules.md §7: classic and online define a missed proposal as a rejection (track +1, next leader)."""
     g = Game(players=5, preset=preset)
     leader = g.leader
     events = timeout_checked(g, Phase.PROPOSAL, PROPOSAL_RULE[preset])
@@ -116,7 +116,7 @@ def test_missed_proposal_counts_as_a_rejection_and_the_next_leader_proposes(pres
 
 @pytest.mark.parametrize("how", ["rejections", "missed proposals"])
 def test_classic_fifth_missed_proposal_counts_toward_the_hammer_and_evil_wins(how):
-    """RULES.md §3, §7: in classic a missed fifth proposal is the fifth rejection: evil wins."""
+    """docs/rules.md §3, §7: in classic a missed fifth proposal is the fifth rejection: evil wins."""
     g = Game(players=5, preset="classic")
     for _ in range(4):
         if how == "rejections":
@@ -132,7 +132,7 @@ def test_classic_fifth_missed_proposal_counts_toward_the_hammer_and_evil_wins(ho
 
 
 def test_online_missed_proposals_count_as_rejections_until_the_fifth_which_goes_straight_to_the_quest():
-    """RULES.md §3, §7 (online): four missed proposals are four rejections; the fifth is auto-approved."""
+    """docs/rules.md §3, §7 (online): four missed proposals are four rejections; the fifth is auto-approved."""
     g = Game(players=5, preset="online")
     for _ in range(4):
         timeout_checked(g, Phase.PROPOSAL, MissedRule.PROPOSAL_COUNTS_AS_REJECTION)
@@ -143,7 +143,7 @@ def test_online_missed_proposals_count_as_rejections_until_the_fifth_which_goes_
 
 
 def test_online_missed_fifth_proposal_is_cancelled_and_the_next_leader_proposes():
-    """RULES.md §7 (online): the fifth (auto-approved) proposal missed is cancelled; next leader, no hammer."""
+    """docs/rules.md §7 (online): the fifth (auto-approved) proposal missed is cancelled; next leader, no hammer."""
     g = Game(players=5, preset="online")
     for _ in range(4):
         g.reject_proposal()
@@ -163,7 +163,7 @@ def test_online_missed_fifth_proposal_is_cancelled_and_the_next_leader_proposes(
 
 
 def test_forum_missed_proposal_is_cancelled_neither_approved_nor_rejected():
-    """RULES.md §7 (forum): no proposal in time: cancelled, the vote track is unchanged, next leader."""
+    """docs/rules.md §7 (forum): no proposal in time: cancelled, the vote track is unchanged, next leader."""
     g = Game(players=5, preset="forum")
     leader = g.leader
     events = timeout_checked(g, Phase.PROPOSAL, MissedRule.PROPOSAL_CANCELLED)
@@ -180,7 +180,7 @@ def test_forum_missed_proposal_is_cancelled_neither_approved_nor_rejected():
 
 
 def test_forum_missed_proposals_never_make_the_hammer():
-    """RULES.md §3, §7 (forum): cancelled proposals count as neither; five of them do not end the game."""
+    """docs/rules.md §3, §7 (forum): cancelled proposals count as neither; five of them do not end the game."""
     g = Game(players=5, preset="forum")
     first = g.leader
     for _ in range(6):
@@ -191,7 +191,7 @@ def test_forum_missed_proposals_never_make_the_hammer():
 
 
 def test_forum_missed_proposal_after_four_rejections_is_cancelled_not_the_hammer():
-    """RULES.md §3, §7 (forum): after four rejections a missed proposal is not the fifth rejection."""
+    """docs/rules.md §3, §7 (forum): after four rejections a missed proposal is not the fifth rejection."""
     g = Game(players=5, preset="forum")
     for _ in range(4):
         g.reject_proposal()
@@ -220,7 +220,7 @@ def _vote_with_one_silent(g: Game, approvals: int, rejections: int) -> tuple[str
 
 @pytest.mark.parametrize("preset, approved", [("classic", False), ("online", False), ("forum", True)])
 def test_the_french_example_four_for_three_against_one_silent(preset, approved):
-    """RULES.md §7: 8 players, 4 for, 3 against, 1 silent: forum approves (4 of 7 votes cast);
+    """docs/rules.md §7: 8 players, 4 for, 3 against, 1 silent: forum approves (4 of 7 votes cast);
     classic and online count the silent voter as a rejection (4 of 8 is no majority)."""
     g = Game(players=8, preset=preset)
     leader = g.leader
@@ -245,7 +245,7 @@ def test_the_french_example_four_for_three_against_one_silent(preset, approved):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_a_clear_majority_passes_despite_a_silent_voter(preset):
-    """RULES.md §7: 5 for, 2 against, 1 silent: approved under every preset's rule."""
+    """docs/rules.md §7: 5 for, 2 against, 1 silent: approved under every preset's rule."""
     g = Game(players=8, preset=preset)
     _vote_with_one_silent(g, 5, 2)
     events = timeout_checked(g, Phase.VOTE, VOTE_RULE[preset])
@@ -255,7 +255,7 @@ def test_a_clear_majority_passes_despite_a_silent_voter(preset):
 
 @pytest.mark.parametrize("preset, approved", [("classic", False), ("online", False), ("forum", True)])
 def test_a_silent_voter_breaks_a_tie_only_where_he_counts_as_a_rejection(preset, approved):
-    """RULES.md §7: 6 players, 3 for, 2 against, 1 silent: forum approves, classic/online reject."""
+    """docs/rules.md §7: 6 players, 3 for, 2 against, 1 silent: forum approves, classic/online reject."""
     g = Game(players=6, preset=preset)
     _vote_with_one_silent(g, 3, 2)
     events = timeout_checked(g, Phase.VOTE, VOTE_RULE[preset])
@@ -263,7 +263,7 @@ def test_a_silent_voter_breaks_a_tie_only_where_he_counts_as_a_rejection(preset,
 
 
 def test_classic_silent_voter_on_a_fifth_proposal_can_trigger_the_hammer():
-    """RULES.md §3, §7 (classic): the silent voter rejects, so a fifth team without a majority loses."""
+    """docs/rules.md §3, §7 (classic): the silent voter rejects, so a fifth team without a majority loses."""
     g = Game(players=8, preset="classic")
     for _ in range(4):
         g.reject_proposal()
@@ -289,7 +289,7 @@ def _quest_team(g: Game) -> tuple[str, str]:
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_missed_quest_cards_count_as_successes_for_good_and_evil(preset):
-    """RULES.md §7: a silent good player succeeds; a silent evil player counts as success."""
+    """docs/rules.md §7: a silent good player succeeds; a silent evil player counts as success."""
     g = Game(players=5, preset=preset)
     evil, good = _quest_team(g)
     events = timeout_checked(g, Phase.QUEST, MissedRule.CARD_COUNTS_AS_SUCCESS)
@@ -303,7 +303,7 @@ def test_missed_quest_cards_count_as_successes_for_good_and_evil(preset):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_a_played_fail_still_counts_when_another_member_is_silent(preset):
-    """RULES.md §7: only the missing cards are filled in (as successes)."""
+    """docs/rules.md §7: only the missing cards are filled in (as successes)."""
     g = Game(players=5, preset=preset)
     evil, good = _quest_team(g)
     g.do(PlayCard(actor=evil, card=Card.FAIL))
@@ -327,7 +327,7 @@ def _find(predicate, **kw) -> Game:
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_a_silent_evil_lancelot_of_variant_two_counts_as_a_fail(preset):
-    """RULES.md §7, §8 (variant 2): an evil Lancelot must fail, so his missed card is a fail."""
+    """docs/rules.md §7, §8 (variant 2): an evil Lancelot must fail, so his missed card is a fail."""
     g = _find(_v2_no_switch_on_quest_one, players=5, preset=preset, lancelot=Lancelot.V2)
     evil_l, good_l = g.who(Role.EVIL_LANCELOT), g.who(Role.GOOD_LANCELOT)
     assert g.team_now(evil_l) is Team.EVIL
@@ -342,7 +342,7 @@ def test_a_silent_evil_lancelot_of_variant_two_counts_as_a_fail(preset):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_missed_excalibur_is_not_used(preset):
-    """RULES.md §6, §7: the holder's deadline passes: Excalibur is not used, the cards stand."""
+    """docs/rules.md §6, §7: the holder's deadline passes: Excalibur is not used, the cards stand."""
     g = Game(players=5, preset=preset, excalibur=True)
     holder = next(p for p in g.good() if p != g.leader)
     evil = g.evil()[0]
@@ -364,7 +364,7 @@ def test_missed_excalibur_is_not_used(preset):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_missed_lady_is_not_used_and_her_holder_keeps_her(preset):
-    """RULES.md §5, §7: the holder's deadline passes: no examination, she keeps the Lady for next time."""
+    """docs/rules.md §5, §7: the holder's deadline passes: no examination, she keeps the Lady for next time."""
     g = Game(players=5, preset=preset, lady=True)
     g.win_quest()
     g.lose_quest()
@@ -391,7 +391,7 @@ def test_missed_lady_is_not_used_and_her_holder_keeps_her(preset):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_missed_assassination_forfeits_the_shot_and_good_wins(preset):
-    """RULES.md §7: no shot before the deadline: good wins (SHOT_FORFEITED)."""
+    """docs/rules.md §7: no shot before the deadline: good wins (SHOT_FORFEITED)."""
     g = Game(players=5, preset=preset)
     to_assassination(g)
     events = timeout_checked(g, Phase.ASSASSINATION, MissedRule.SHOT_FORFEITED)
@@ -405,7 +405,7 @@ def test_missed_assassination_forfeits_the_shot_and_good_wins(preset):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_missed_assassination_with_the_last_word_rule_before_an_accusation_forfeits_the_shot(preset):
-    """RULES.md §7: with the last word house rule, no accusation in time is no shot: good wins."""
+    """docs/rules.md §7: with the last word house rule, no accusation in time is no shot: good wins."""
     g = Game(players=5, preset=preset, last_word=True)
     to_assassination(g)
     events = timeout_checked(g, Phase.ASSASSINATION, MissedRule.SHOT_FORFEITED)
@@ -416,7 +416,7 @@ def test_missed_assassination_with_the_last_word_rule_before_an_accusation_forfe
 @pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.parametrize("accused_is_merlin", [True, False])
 def test_missed_final_shot_after_the_last_word_shoots_the_accused(preset, accused_is_merlin):
-    """RULES.md §7 (house rule): after an accusation and the last word, a missed shot hits the accused."""
+    """docs/rules.md §7 (house rule): after an accusation and the last word, a missed shot hits the accused."""
     g = Game(players=5, preset=preset, last_word=True)
     to_assassination(g)
     accused = g.who(Role.MERLIN) if accused_is_merlin else g.who(Role.PERCIVAL)
@@ -435,7 +435,7 @@ def test_missed_final_shot_after_the_last_word_shoots_the_accused(preset, accuse
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_missed_last_word_is_skipped_and_the_final_shot_follows(preset):
-    """RULES.md §7: the accused stays silent: the last word is skipped and the shot phase opens."""
+    """docs/rules.md §7: the accused stays silent: the last word is skipped and the shot phase opens."""
     g = Game(players=5, preset=preset, last_word=True)
     to_assassination(g)
     accused = g.who(Role.MERLIN)
@@ -469,7 +469,7 @@ def _stale_timeouts_change_nothing(g: Game, old_ids) -> None:
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_a_stale_deadline_changes_nothing(preset):
-    """RULES.md §7: a deadline for a phase that is already over is ignored (no events, no change)."""
+    """docs/rules.md §7: a deadline for a phase that is already over is ignored (no events, no change)."""
     g = Game(players=5, preset=preset, lady=True, excalibur=True, last_word=True)
     seen = [g.state.phase_id]
     steps = 0
@@ -496,7 +496,7 @@ def test_a_stale_deadline_changes_nothing(preset):
 
 
 def test_a_stale_vote_deadline_does_not_close_the_new_vote():
-    """RULES.md §7: the deadline of a previous vote cannot close the current one."""
+    """docs/rules.md §7: the deadline of a previous vote cannot close the current one."""
     g = Game(players=5)
     g.reject_proposal()
     old_vote = opened(g.log, Phase.VOTE)[-1].phase_id
@@ -511,7 +511,7 @@ def test_a_stale_vote_deadline_does_not_close_the_new_vote():
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_with_close_early_the_vote_closes_as_soon_as_everyone_has_voted(preset):
-    """RULES.md §7: the narrator may close a phase early once everyone has acted."""
+    """docs/rules.md §7: the narrator may close a phase early once everyone has acted."""
     g = Game(players=5, preset=preset, close_early=True)
     g.propose(g.good_team())
     events = g.vote_all(True)
@@ -521,7 +521,7 @@ def test_with_close_early_the_vote_closes_as_soon_as_everyone_has_voted(preset):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_without_close_early_the_vote_waits_for_the_deadline_then_counts_every_vote(preset):
-    """RULES.md §7: without closing early the vote stays open until the deadline, then all votes count."""
+    """docs/rules.md §7: without closing early the vote stays open until the deadline, then all votes count."""
     g = Game(players=5, preset=preset, close_early=False)
     g.propose(g.good_team())
     voters = g.seats
@@ -540,7 +540,7 @@ def test_without_close_early_the_vote_waits_for_the_deadline_then_counts_every_v
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_with_close_early_the_quest_resolves_once_every_card_is_played(preset):
-    """RULES.md §7: closing early: the quest result comes with the last card."""
+    """docs/rules.md §7: closing early: the quest result comes with the last card."""
     g = Game(players=5, preset=preset, close_early=True)
     evil, good = _quest_team(g)
     g.do(PlayCard(actor=good, card=Card.SUCCESS))
@@ -550,7 +550,7 @@ def test_with_close_early_the_quest_resolves_once_every_card_is_played(preset):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_without_close_early_the_quest_waits_for_the_deadline_then_counts_every_card(preset):
-    """RULES.md §7: without closing early the quest stays open; at the deadline the played cards count."""
+    """docs/rules.md §7: without closing early the quest stays open; at the deadline the played cards count."""
     g = Game(players=5, preset=preset, close_early=False)
     evil, good = _quest_team(g)
     g.do(PlayCard(actor=good, card=Card.SUCCESS))
@@ -566,7 +566,7 @@ def test_without_close_early_the_quest_waits_for_the_deadline_then_counts_every_
 # -- the deadlines themselves --------------------------------------------------
 
 def test_forum_deadlines_are_48h_to_propose_24h_to_vote_24h_for_a_quest_48h_for_the_shot():
-    """RULES.md §7: forum timings: proposal 48 h, vote 24 h, quest 24 h, assassination 48 h."""
+    """docs/rules.md §7: forum timings: proposal 48 h, vote 24 h, quest 24 h, assassination 48 h."""
     g = Game(players=5, preset="forum")
     assert current_opening(g).timeout_seconds == 48 * H
     assert view(g.state, None).timeout_seconds == 48 * H
@@ -584,7 +584,7 @@ def test_forum_deadlines_are_48h_to_propose_24h_to_vote_24h_for_a_quest_48h_for_
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_every_phase_deadline_is_the_hosts_timer_for_that_phase(preset):
-    """RULES.md §7: the host sets each phase's timer; each phase announces its own deadline."""
+    """docs/rules.md §7: the host sets each phase's timer; each phase announces its own deadline."""
     timers = Timers(proposal=101, vote=102, quest=103, excalibur=104, lady=105,
                     assassination=106, last_word=107)
     g = Game(players=5, preset=preset, timers=timers, lady=True, excalibur=True, last_word=True)
@@ -612,7 +612,7 @@ def test_every_phase_deadline_is_the_hosts_timer_for_that_phase(preset):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_every_phase_announces_its_missed_deadline_rule_when_it_opens(preset):
-    """RULES.md §7: the rule in force is shown to players with each phase."""
+    """docs/rules.md §7: the rule in force is shown to players with each phase."""
     g = Game(players=5, preset=preset, lady=True, excalibur=True, last_word=True)
     g.propose(g.good_team())
     g.vote_all(True)

@@ -1,4 +1,4 @@
-"""Scenario tests: the end of the game, the assassination and the reveal (RULES.md §4)."""
+"""Scenario tests: the end of the game, the assassination and the reveal (docs/rules.md §4)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _a_servant(g: Game) -> str:
 
 
 def test_three_failed_quests_give_evil_the_win_at_once():
-    """RULES.md §4: three failed quests, evil wins at once (no assassination)."""
+    """docs/rules.md §4: three failed quests, evil wins at once (no assassination)."""
     g = Game(players=5)
     g.lose_quest()
     g.lose_quest()
@@ -47,7 +47,7 @@ def test_three_failed_quests_give_evil_the_win_at_once():
 
 
 def test_three_successful_quests_open_the_assassination_not_the_end():
-    """RULES.md §4: three successes lead to the assassination."""
+    """docs/rules.md §4: three successes lead to the assassination."""
     g = Game(players=5)
     g.win_quest()
     g.lose_quest()
@@ -60,7 +60,7 @@ def test_three_successful_quests_open_the_assassination_not_the_end():
 
 
 def test_the_fifth_quest_decides_a_two_all_game():
-    """RULES.md §4: the first side to three quests."""
+    """docs/rules.md §4: the first side to three quests."""
     g = Game(players=5)
     g.win_quest()
     g.lose_quest()
@@ -75,7 +75,7 @@ def test_the_fifth_quest_decides_a_two_all_game():
 
 
 def test_the_assassin_who_names_merlin_gives_evil_the_win():
-    """RULES.md §4: right, evil wins."""
+    """docs/rules.md §4: right, evil wins."""
     g = Game(players=7)
     to_assassination(g)
     assert shooter(g) == g.who(Role.ASSASSIN)
@@ -88,7 +88,7 @@ def test_the_assassin_who_names_merlin_gives_evil_the_win():
 
 @pytest.mark.parametrize("victim", [Role.LOYAL_SERVANT, Role.PERCIVAL])
 def test_the_assassin_who_misses_merlin_gives_good_the_win(victim):
-    """RULES.md §4: wrong, good wins."""
+    """docs/rules.md §4: wrong, good wins."""
     g = Game(players=7)
     to_assassination(g)
     g.do(Assassinate(actor=shooter(g), target=g.who(victim)))
@@ -98,7 +98,7 @@ def test_the_assassin_who_misses_merlin_gives_good_the_win(victim):
 
 
 def test_only_the_shooter_takes_the_shot():
-    """RULES.md §4: the Assassin names one player."""
+    """docs/rules.md §4: the Assassin names one player."""
     g = Game(players=7)
     to_assassination(g)
     merlin = g.who(Role.MERLIN)
@@ -110,7 +110,7 @@ def test_only_the_shooter_takes_the_shot():
 
 
 def test_morgana_shoots_when_no_assassin_was_dealt():
-    """RULES.md §2 fallback and §4: Morgana takes the shot."""
+    """docs/rules.md §2 fallback and §4: Morgana takes the shot."""
     g = Game(players=5, roles=(Role.MORGANA, Role.MORDRED))
     to_assassination(g)
     morgana, mordred = g.who(Role.MORGANA), g.who(Role.MORDRED)
@@ -121,7 +121,7 @@ def test_morgana_shoots_when_no_assassin_was_dealt():
 
 
 def test_mordred_shoots_when_neither_assassin_nor_morgana_is_dealt():
-    """RULES.md §2 fallback and §4."""
+    """docs/rules.md §2 fallback and §4."""
     g = Game(players=5, roles=(Role.MORDRED, Role.OBERON))
     to_assassination(g)
     g.refuse(Assassinate(actor=g.who(Role.OBERON), target=g.who(Role.MERLIN)), Reason.NOT_YOUR_TURN)
@@ -130,7 +130,7 @@ def test_mordred_shoots_when_neither_assassin_nor_morgana_is_dealt():
 
 
 def test_a_player_cannot_forfeit_the_shot_by_claiming_its_deadline_passed():
-    """RULES.md §4: good wins only if the shot misses Merlin (or its real deadline passes, §7).
+    """docs/rules.md §4: good wins only if the shot misses Merlin (or its real deadline passes, §7).
 
     A deadline is the scheduler's to report; Merlin sending ``PhaseTimedOut`` himself
     must not end the game in good's favour.
@@ -148,7 +148,7 @@ def test_a_player_cannot_forfeit_the_shot_by_claiming_its_deadline_passed():
 
 
 def test_the_evil_conference_is_private_to_the_evil_players():
-    """RULES.md §4: the evil players may confer privately (classic)."""
+    """docs/rules.md §4: the evil players may confer privately (classic)."""
     g = Game(players=10, seed=2)
     to_assassination(g)
     evil = set(g.evil())
@@ -168,7 +168,7 @@ def test_the_evil_conference_is_private_to_the_evil_players():
 
 
 def test_a_good_player_cannot_speak_in_the_conference():
-    """RULES.md §4: only the evil players confer."""
+    """docs/rules.md §4: only the evil players confer."""
     g = Game(players=5)
     to_assassination(g)
     g.refuse(Confer(actor=g.who(Role.MERLIN), text="it's not me"), Reason.NOT_EVIL)
@@ -176,7 +176,7 @@ def test_a_good_player_cannot_speak_in_the_conference():
 
 
 def test_the_forum_conference_is_public():
-    """RULES.md §4 and §9: in the forum preset the evil players confer in public."""
+    """docs/rules.md §4 and §9: in the forum preset the evil players confer in public."""
     g = Game(players=5, preset="forum")
     to_assassination(g)
     assert g.last_of(ConferenceOpened).audience == PUBLIC
@@ -199,7 +199,7 @@ def _delegating(**options) -> tuple[Game, str, str]:
 
 
 def test_the_assassin_may_hand_the_shot_to_another_evil_player():
-    """RULES.md §4 house rule (ru, nl): the shot goes to another evil player."""
+    """docs/rules.md §4 house rule (ru, nl): the shot goes to another evil player."""
     g, assassin, other = _delegating()
     g.do(HandShot(actor=assassin, to=other))
     handed = g.last_of(ShotHanded)
@@ -213,14 +213,14 @@ def test_the_assassin_may_hand_the_shot_to_another_evil_player():
 
 
 def test_the_shot_is_handed_only_once():
-    """RULES.md §4 house rule; README: the shot may be handed over once."""
+    """docs/rules.md §4 house rule; README: the shot may be handed over once."""
     g, assassin, other = _delegating()
     g.do(HandShot(actor=assassin, to=other))
     g.refuse(HandShot(actor=other, to=assassin), Reason.SHOT_ALREADY_HANDED)
 
 
 def test_the_shot_cannot_be_handed_without_the_house_rule():
-    """RULES.md §4: the hand-over is a house rule, off by default."""
+    """docs/rules.md §4: the hand-over is a house rule, off by default."""
     g = Game(players=7)
     to_assassination(g)
     other = next(p for p in g.evil() if p != shooter(g))
@@ -228,7 +228,7 @@ def test_the_shot_cannot_be_handed_without_the_house_rule():
 
 
 def test_the_shot_cannot_be_handed_to_a_good_player_or_by_someone_else():
-    """RULES.md §4: to another evil player, by the Assassin."""
+    """docs/rules.md §4: to another evil player, by the Assassin."""
     g, assassin, other = _delegating()
     g.refuse(HandShot(actor=assassin, to=g.who(Role.MERLIN)), Reason.INVALID_TARGET)
     g.refuse(HandShot(actor=assassin, to=assassin), Reason.INVALID_TARGET)
@@ -239,7 +239,7 @@ def test_the_shot_cannot_be_handed_to_a_good_player_or_by_someone_else():
 
 
 def test_the_accused_speaks_a_last_word_before_the_final_shot_at_anyone():
-    """RULES.md §4 house rule: the accused gets a last word before the shot."""
+    """docs/rules.md §4 house rule: the accused gets a last word before the shot."""
     g = Game(players=7, last_word=True)
     to_assassination(g)
     merlin, accused = g.who(Role.MERLIN), _a_servant(g)
@@ -260,14 +260,14 @@ def test_the_accused_speaks_a_last_word_before_the_final_shot_at_anyone():
 
 
 def test_an_accusation_needs_the_last_word_house_rule():
-    """RULES.md §4: the last word is a house rule, off by default."""
+    """docs/rules.md §4: the last word is a house rule, off by default."""
     g = Game(players=7)
     to_assassination(g)
     g.refuse(Accuse(actor=shooter(g), target=_a_servant(g)), Reason.HOUSE_RULE_OFF)
 
 
 def test_only_the_shooter_accuses():
-    """RULES.md §4."""
+    """docs/rules.md §4."""
     g = Game(players=7, last_word=True)
     to_assassination(g)
     other = next(p for p in g.evil() if p != shooter(g))
@@ -291,7 +291,7 @@ def _finish(g: Game, how: str) -> None:
 
 @pytest.mark.parametrize("how", ["hammer", "fails", "shot"])
 def test_every_role_is_revealed_at_the_end(how):
-    """RULES.md §4: at the end every role is revealed."""
+    """docs/rules.md §4: at the end every role is revealed."""
     g = Game(players=7, seed=4)
     everyone = {p: g.role(p) for p in g.seats}
     assert all(view(g.state, p).revealed == () for p in (*g.seats, None))
@@ -305,7 +305,7 @@ def test_every_role_is_revealed_at_the_end(how):
 
 
 def test_the_roles_stay_hidden_during_the_assassination():
-    """RULES.md §4: the reveal comes at the end, not before the shot."""
+    """docs/rules.md §4: the reveal comes at the end, not before the shot."""
     g = Game(players=7)
     to_assassination(g)
     assert all(view(g.state, p).revealed == () for p in (*g.seats, None))
@@ -313,7 +313,7 @@ def test_the_roles_stay_hidden_during_the_assassination():
 
 @pytest.mark.parametrize("how", ["hammer", "fails", "shot"])
 def test_nothing_can_be_done_once_the_game_is_over(how):
-    """RULES.md §4: the game ends at once; later commands are refused."""
+    """docs/rules.md §4: the game ends at once; later commands are refused."""
     g = Game(players=5, seed=3, last_word=False)
     _finish(g, how)
     lead, anyone = g.seats[0], g.seats[1]

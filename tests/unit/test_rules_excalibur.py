@@ -1,4 +1,4 @@
-"""Excalibur (RULES.md section 6; ru, nl and fr seeds).
+"""Excalibur (docs/rules.md section 6; ru, nl and fr seeds).
 
 The leader hands Excalibur with the proposal to a team member other than
 himself; once every card is played its holder may flip another member's card,
@@ -50,14 +50,14 @@ def to_excalibur_phase(g: Game, holder: str, other: str, cards: dict) -> list:
 # -- the proposal ----------------------------------------------------------------
 
 def test_proposal_without_excalibur_is_refused_when_excalibur_is_in_play():
-    """RULES.md §6: the leader hands Excalibur with the proposal."""
+    """docs/rules.md §6: the leader hands Excalibur with the proposal."""
     g = Game(players=5, excalibur=True)
     team = g.good_team()
     g.refuse(ProposeTeam(actor=g.leader, team=team, excalibur=None), Reason.EXCALIBUR_REQUIRED)
 
 
 def test_leader_cannot_hand_excalibur_to_himself():
-    """RULES.md §6: Excalibur goes to a team member other than the leader."""
+    """docs/rules.md §6: Excalibur goes to a team member other than the leader."""
     g = Game(players=5, excalibur=True)
     lead = g.leader
     team = (lead, next(p for p in g.seats if p != lead))
@@ -65,7 +65,7 @@ def test_leader_cannot_hand_excalibur_to_himself():
 
 
 def test_excalibur_cannot_go_to_a_player_outside_the_team():
-    """RULES.md §6: Excalibur goes to a member of the proposed team."""
+    """docs/rules.md §6: Excalibur goes to a member of the proposed team."""
     g = Game(players=5, excalibur=True)
     lead = g.leader
     others = [p for p in g.seats if p != lead]
@@ -75,7 +75,7 @@ def test_excalibur_cannot_go_to_a_player_outside_the_team():
 
 
 def test_excalibur_cannot_be_handed_when_it_is_not_in_play():
-    """RULES.md §6: Excalibur is optional; off, a proposal naming a holder is refused."""
+    """docs/rules.md §6: Excalibur is optional; off, a proposal naming a holder is refused."""
     g = Game(players=5, excalibur=False)
     lead = g.leader
     team = (lead, next(p for p in g.seats if p != lead))
@@ -83,7 +83,7 @@ def test_excalibur_cannot_be_handed_when_it_is_not_in_play():
 
 
 def test_proposal_publicly_names_the_excalibur_holder_and_the_leader_is_told_to_hand_it():
-    """RULES.md §6: the proposal says who receives Excalibur; the leader's buttons ask for it."""
+    """docs/rules.md §6: the proposal says who receives Excalibur; the leader's buttons ask for it."""
     g = Game(players=5, excalibur=True)
     legal = [l for l in legal_commands(g.state, g.leader) if l.kind is CommandKind.PROPOSE_TEAM][0]
     assert legal.excalibur is True
@@ -96,7 +96,7 @@ def test_proposal_publicly_names_the_excalibur_holder_and_the_leader_is_told_to_
 
 
 def test_the_leader_may_hand_excalibur_when_he_is_not_on_the_team():
-    """RULES.md §6: any team member other than the leader may receive it."""
+    """docs/rules.md §6: any team member other than the leader may receive it."""
     g = Game(players=5, excalibur=True)
     lead = g.leader
     others = [p for p in g.seats if p != lead]
@@ -107,7 +107,7 @@ def test_the_leader_may_hand_excalibur_when_he_is_not_on_the_team():
 # -- after the cards -------------------------------------------------------------
 
 def test_excalibur_phase_opens_for_the_holder_once_every_card_is_played():
-    """RULES.md §6: once every card is played, the holder may use Excalibur; no result before."""
+    """docs/rules.md §6: once every card is played, the holder may use Excalibur; no result before."""
     g = Game(players=5, excalibur=True)
     holder, other = two_member_team(g, Team.GOOD, Team.EVIL)
     g.propose((holder, other), excalibur=holder)
@@ -127,7 +127,7 @@ def test_excalibur_phase_opens_for_the_holder_once_every_card_is_played():
 
 
 def test_excalibur_on_a_fail_card_turns_it_into_a_success_and_saves_the_quest():
-    """RULES.md §6: the target's card is flipped (fail -> success), which changes the result."""
+    """docs/rules.md §6: the target's card is flipped (fail -> success), which changes the result."""
     g = Game(players=5, excalibur=True)
     holder, evil = two_member_team(g, Team.GOOD, Team.EVIL)
     to_excalibur_phase(g, holder, evil, {evil: Card.FAIL})
@@ -144,7 +144,7 @@ def test_excalibur_on_a_fail_card_turns_it_into_a_success_and_saves_the_quest():
 
 
 def test_excalibur_on_a_success_card_turns_it_into_a_fail_and_fails_the_quest():
-    """RULES.md §6: the target's card is flipped (success -> fail), even a good player's."""
+    """docs/rules.md §6: the target's card is flipped (success -> fail), even a good player's."""
     g = Game(players=5, excalibur=True)
     holder, good = two_member_team(g, Team.EVIL, Team.GOOD)
     to_excalibur_phase(g, holder, good, {holder: Card.SUCCESS})
@@ -157,7 +157,7 @@ def test_excalibur_on_a_success_card_turns_it_into_a_fail_and_fails_the_quest():
 
 
 def test_only_the_holder_learns_the_original_card():
-    """RULES.md §6: only the holder learns what the card was before the flip."""
+    """docs/rules.md §6: only the holder learns what the card was before the flip."""
     g = Game(players=5, excalibur=True)
     holder, evil = two_member_team(g, Team.GOOD, Team.EVIL)
     to_excalibur_phase(g, holder, evil, {evil: Card.FAIL})
@@ -177,7 +177,7 @@ def test_only_the_holder_learns_the_original_card():
 
 
 def test_the_announcement_gives_the_counts_after_the_flip_and_names_the_target():
-    """RULES.md §6: "3 successes and 1 fail, Excalibur was used on X" (counts after the flip)."""
+    """docs/rules.md §6: "3 successes and 1 fail, Excalibur was used on X" (counts after the flip)."""
     g = Game(players=5, excalibur=True)
     holder, evil = two_member_team(g, Team.GOOD, Team.EVIL)
     to_excalibur_phase(g, holder, evil, {})
@@ -197,7 +197,7 @@ def test_the_announcement_gives_the_counts_after_the_flip_and_names_the_target()
 
 
 def test_excalibur_may_be_left_unused():
-    """RULES.md §6: the holder *may* use it; declined, the cards stand and the announcement says so."""
+    """docs/rules.md §6: the holder *may* use it; declined, the cards stand and the announcement says so."""
     g = Game(players=5, excalibur=True)
     holder, evil = two_member_team(g, Team.GOOD, Team.EVIL)
     to_excalibur_phase(g, holder, evil, {evil: Card.FAIL})
@@ -211,7 +211,7 @@ def test_excalibur_may_be_left_unused():
 
 
 def test_holder_cannot_use_excalibur_on_himself():
-    """RULES.md §6: Excalibur is used on *another* team member."""
+    """docs/rules.md §6: Excalibur is used on *another* team member."""
     g = Game(players=5, excalibur=True)
     holder, evil = two_member_team(g, Team.GOOD, Team.EVIL)
     to_excalibur_phase(g, holder, evil, {evil: Card.FAIL})
@@ -219,7 +219,7 @@ def test_holder_cannot_use_excalibur_on_himself():
 
 
 def test_holder_cannot_use_excalibur_on_a_player_off_the_team():
-    """RULES.md §6: Excalibur is used on another *team member*."""
+    """docs/rules.md §6: Excalibur is used on another *team member*."""
     g = Game(players=5, excalibur=True)
     holder, evil = two_member_team(g, Team.GOOD, Team.EVIL)
     to_excalibur_phase(g, holder, evil, {evil: Card.FAIL})
@@ -229,7 +229,7 @@ def test_holder_cannot_use_excalibur_on_a_player_off_the_team():
 
 
 def test_only_the_holder_may_use_excalibur():
-    """RULES.md §6: its holder may use it, nobody else (the leader included)."""
+    """docs/rules.md §6: its holder may use it, nobody else (the leader included)."""
     g = Game(players=5, excalibur=True)
     holder, evil = two_member_team(g, Team.GOOD, Team.EVIL)
     to_excalibur_phase(g, holder, evil, {evil: Card.FAIL})
@@ -240,7 +240,7 @@ def test_only_the_holder_may_use_excalibur():
 
 
 def test_excalibur_cannot_be_used_before_every_card_is_played():
-    """RULES.md §6: the holder acts once every team member has played."""
+    """docs/rules.md §6: the holder acts once every team member has played."""
     g = Game(players=5, excalibur=True)
     holder, evil = two_member_team(g, Team.GOOD, Team.EVIL)
     g.propose((holder, evil), excalibur=holder)
@@ -250,7 +250,7 @@ def test_excalibur_cannot_be_used_before_every_card_is_played():
 
 
 def test_excalibur_can_be_used_only_once_per_quest():
-    """RULES.md §6: one use, then the result is announced and the next quest begins."""
+    """docs/rules.md §6: one use, then the result is announced and the next quest begins."""
     g = Game(players=5, excalibur=True)
     holder, evil = two_member_team(g, Team.GOOD, Team.EVIL)
     to_excalibur_phase(g, holder, evil, {evil: Card.FAIL})
@@ -260,7 +260,7 @@ def test_excalibur_can_be_used_only_once_per_quest():
 
 
 def test_a_new_proposal_must_hand_excalibur_again_after_a_rejection():
-    """RULES.md §6: Excalibur goes with each proposal; a rejected team's holder keeps nothing."""
+    """docs/rules.md §6: Excalibur goes with each proposal; a rejected team's holder keeps nothing."""
     g = Game(players=5, excalibur=True)
     holder, evil = two_member_team(g, Team.GOOD, Team.EVIL)
     g.propose((holder, evil), excalibur=holder)
@@ -272,7 +272,7 @@ def test_a_new_proposal_must_hand_excalibur_again_after_a_rejection():
 
 @pytest.mark.parametrize("preset", ["classic", "online", "forum"])
 def test_excalibur_works_the_same_in_every_preset(preset):
-    """RULES.md §6 and §9: Excalibur is optional in every preset and works the same."""
+    """docs/rules.md §6 and §9: Excalibur is optional in every preset and works the same."""
     g = Game(players=5, preset=preset, excalibur=True)
     holder, evil = two_member_team(g, Team.GOOD, Team.EVIL)
     to_excalibur_phase(g, holder, evil, {evil: Card.FAIL})

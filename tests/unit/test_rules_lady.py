@@ -1,4 +1,4 @@
-"""Lady of the Lake (RULES.md section 5; fr and vi seeds).
+"""Lady of the Lake (docs/rules.md section 5; fr and vi seeds).
 
 Scenario tests: each plays a short game with the ``Game`` driver and checks
 what the players would notice (events, their audience, the views).
@@ -66,7 +66,7 @@ def find_game(predicate, **kw) -> Game:
 
 @pytest.mark.parametrize("players", [5, 7, 10])
 def test_lady_starts_with_the_player_seated_before_the_first_leader(players):
-    """RULES.md §5: at the start the Lady goes to the player seated before the first leader."""
+    """docs/rules.md §5: at the start the Lady goes to the player seated before the first leader."""
     for seed in range(1, 25):
         g = Game(players=players, seed=seed, lady=True)
         started = g.events(ev.GameStarted)[0]
@@ -78,7 +78,7 @@ def test_lady_starts_with_the_player_seated_before_the_first_leader(players):
 
 
 def test_no_lady_holder_is_announced_when_the_lady_is_not_in_play():
-    """RULES.md §5: the Lady is optional; off, nobody holds her and no Lady phase ever opens."""
+    """docs/rules.md §5: the Lady is optional; off, nobody holds her and no Lady phase ever opens."""
     g = Game(players=7, lady=False)
     assert g.events(ev.GameStarted)[0].lady_holder is None
     assert holder(g) is None
@@ -91,7 +91,7 @@ def test_no_lady_holder_is_announced_when_the_lady_is_not_in_play():
 # -- when she is used ------------------------------------------------------------
 
 def test_lady_is_not_used_after_the_first_quest():
-    """RULES.md §5: the Lady is used after quests 2, 3 and 4, not after quest 1."""
+    """docs/rules.md §5: the Lady is used after quests 2, 3 and 4, not after quest 1."""
     g = Game(players=7, lady=True)
     g.win_quest()
     assert g.phase is Phase.PROPOSAL
@@ -100,7 +100,7 @@ def test_lady_is_not_used_after_the_first_quest():
 
 
 def test_lady_is_offered_to_her_holder_right_after_the_second_quest():
-    """RULES.md §5: after quest 2 the holder (and only the holder) is asked to use the Lady."""
+    """docs/rules.md §5: after quest 2 the holder (and only the holder) is asked to use the Lady."""
     g = Game(players=7, lady=True)
     first_holder = holder(g)
     g.win_quest()
@@ -121,7 +121,7 @@ def test_lady_is_offered_to_her_holder_right_after_the_second_quest():
 
 
 def test_lady_is_used_after_quests_two_three_and_four_and_at_most_three_times():
-    """RULES.md §5: after quests 2, 3, 4 only: three uses at most, none after quest 5."""
+    """docs/rules.md §5: after quests 2, 3, 4 only: three uses at most, none after quest 5."""
     g = Game(players=5, lady=True)
     uses_after = []
     plan = [g.win_quest, g.lose_quest, g.win_quest, g.lose_quest, g.win_quest]
@@ -139,7 +139,7 @@ def test_lady_is_used_after_quests_two_three_and_four_and_at_most_three_times():
 
 
 def test_lady_is_not_used_when_the_second_success_of_three_ends_the_quests():
-    """RULES.md §5: after quest 3, if that quest made three successes, the game goes to the shot."""
+    """docs/rules.md §5: after quest 3, if that quest made three successes, the game goes to the shot."""
     g = Game(players=7, lady=True)
     g.win_quest()
     g.win_quest()
@@ -150,7 +150,7 @@ def test_lady_is_not_used_when_the_second_success_of_three_ends_the_quests():
 
 
 def test_lady_is_not_used_when_the_third_failure_ends_the_game():
-    """RULES.md §5: no Lady after the quest that ended the game (three failed quests)."""
+    """docs/rules.md §5: no Lady after the quest that ended the game (three failed quests)."""
     g = Game(players=5, lady=True)
     g.lose_quest()
     g.lose_quest()
@@ -162,7 +162,7 @@ def test_lady_is_not_used_when_the_third_failure_ends_the_game():
 
 
 def test_lady_is_not_used_after_quest_four_when_it_ended_the_game():
-    """RULES.md §5: quest 4 giving the third success goes straight to the assassination."""
+    """docs/rules.md §5: quest 4 giving the third success goes straight to the assassination."""
     g = Game(players=5, lady=True)
     g.win_quest()
     g.lose_quest()
@@ -177,7 +177,7 @@ def test_lady_is_not_used_after_quest_four_when_it_ended_the_game():
 # -- what she shows, and to whom ---------------------------------------------------
 
 def test_lady_result_is_told_only_to_the_holder_and_the_public_learns_only_who_was_examined():
-    """RULES.md §5: the holder privately learns the loyalty; the table learns who examined whom."""
+    """docs/rules.md §5: the holder privately learns the loyalty; the table learns who examined whom."""
     g = Game(players=7, lady=True)
     g.win_quest()
     g.lose_quest()
@@ -209,7 +209,7 @@ def test_lady_result_is_told_only_to_the_holder_and_the_public_learns_only_who_w
 
 
 def test_lady_shows_a_good_player_as_good():
-    """RULES.md §5: the loyalty is good or evil; a loyal player shows good (no role is told)."""
+    """docs/rules.md §5: the loyalty is good or evil; a loyal player shows good (no role is told)."""
     g = Game(players=7, lady=True)
     g.win_quest()
     g.lose_quest()
@@ -221,7 +221,7 @@ def test_lady_shows_a_good_player_as_good():
 
 
 def test_examined_player_becomes_the_holder_and_uses_her_next_time():
-    """RULES.md §5: the examined player becomes the holder and uses her after the next quest."""
+    """docs/rules.md §5: the examined player becomes the holder and uses her after the next quest."""
     g = Game(players=7, lady=True)
     g.win_quest()
     g.lose_quest()
@@ -235,7 +235,7 @@ def test_examined_player_becomes_the_holder_and_uses_her_next_time():
 
 
 def test_holder_cannot_examine_herself():
-    """RULES.md §5: the holder examines another player."""
+    """docs/rules.md §5: the holder examines another player."""
     g = Game(players=7, lady=True)
     g.win_quest()
     g.lose_quest()
@@ -244,7 +244,7 @@ def test_holder_cannot_examine_herself():
 
 
 def test_holder_cannot_examine_a_player_who_has_held_the_lady():
-    """RULES.md §5: only a player who has not held the Lady may be examined (the first holder too)."""
+    """docs/rules.md §5: only a player who has not held the Lady may be examined (the first holder too)."""
     g = Game(players=5, lady=True)
     first = holder(g)
     g.win_quest()
@@ -266,7 +266,7 @@ def test_holder_cannot_examine_a_player_who_has_held_the_lady():
 
 
 def test_lady_cannot_examine_someone_who_is_not_playing():
-    """RULES.md §5: the Lady examines a player of this game."""
+    """docs/rules.md §5: the Lady examines a player of this game."""
     g = Game(players=7, lady=True)
     g.win_quest()
     g.lose_quest()
@@ -274,7 +274,7 @@ def test_lady_cannot_examine_someone_who_is_not_playing():
 
 
 def test_only_the_holder_may_use_the_lady():
-    """RULES.md §5: the holder examines; anyone else is told it is not their turn."""
+    """docs/rules.md §5: the holder examines; anyone else is told it is not their turn."""
     g = Game(players=7, lady=True)
     g.win_quest()
     g.lose_quest()
@@ -286,7 +286,7 @@ def test_only_the_holder_may_use_the_lady():
 
 
 def test_lady_cannot_be_used_outside_her_phase():
-    """RULES.md §5: the Lady is used only after quests 2-4, not during a proposal."""
+    """docs/rules.md §5: the Lady is used only after quests 2-4, not during a proposal."""
     g = Game(players=7, lady=True)
     h = holder(g)
     target = next(p for p in g.seats if p != h)
@@ -305,7 +305,7 @@ def _switch_at_quest_three(g: Game) -> bool:
 @pytest.mark.parametrize("lancelot_role, shown", [(Role.GOOD_LANCELOT, Team.EVIL),
                                                    (Role.EVIL_LANCELOT, Team.GOOD)])
 def test_lady_shows_a_switched_lancelot_on_his_new_side(lancelot_role, shown):
-    """RULES.md §5 and §8: the loyalty is "as of now": after a switch a Lancelot shows his new side."""
+    """docs/rules.md §5 and §8: the loyalty is "as of now": after a switch a Lancelot shows his new side."""
     g = find_game(_switch_at_quest_three, players=7, preset="forum", lady=True, lancelot=Lancelot.V1)
     g.win_quest()
     g.lose_quest()
@@ -319,7 +319,7 @@ def test_lady_shows_a_switched_lancelot_on_his_new_side(lancelot_role, shown):
 
 
 def test_forum_lady_is_used_at_the_start_of_the_next_quest_after_the_lancelot_draw_and_before_the_proposal():
-    """RULES.md §5 (forum): start of the next quest, after any Lancelot draw, before any proposal."""
+    """docs/rules.md §5 (forum): start of the next quest, after any Lancelot draw, before any proposal."""
     g = Game(players=7, seed=3, preset="forum", lady=True, lancelot=Lancelot.V1)
     g.win_quest()
     last = g.win_quest()
@@ -349,7 +349,7 @@ def test_forum_lady_is_used_at_the_start_of_the_next_quest_after_the_lancelot_dr
 
 
 def test_forum_lady_without_lancelot_opens_at_the_start_of_the_next_quest_before_the_proposal():
-    """RULES.md §5 (forum): after quest 2 the Lady comes before the first proposal of quest 3."""
+    """docs/rules.md §5 (forum): after quest 2 the Lady comes before the first proposal of quest 3."""
     g = Game(players=7, preset="forum", lady=True)
     g.win_quest()
     assert not opened(g.last, Phase.LADY)  # not after quest 1
@@ -362,7 +362,7 @@ def test_forum_lady_without_lancelot_opens_at_the_start_of_the_next_quest_before
 
 
 def test_forum_lady_after_quest_four_is_used_at_the_start_of_quest_five_after_its_draw():
-    """RULES.md §5 and §8 (forum): the draw of quest 5 comes before the Lady received after quest 4."""
+    """docs/rules.md §5 and §8 (forum): the draw of quest 5 comes before the Lady received after quest 4."""
     g = Game(players=5, preset="forum", lady=True, lancelot=Lancelot.V1)
     g.win_quest()
     g.lose_quest()

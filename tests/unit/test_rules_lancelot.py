@@ -1,4 +1,4 @@
-"""Lancelot, variants 1, 2 and 3 (RULES.md section 8; ru, nl, vi and fr seeds).
+"""Lancelot, variants 1, 2 and 3 (docs/rules.md section 8; ru, nl, vi and fr seeds).
 
 The deal is seeded: tests that need a particular loyalty deck search the seeds
 in a loop (deterministically) instead of hard-coding what a seed deals.
@@ -101,7 +101,7 @@ def opened(events, phase: Phase | None = None) -> list[ev.PhaseOpened]:
 
 @pytest.mark.parametrize("seed", range(1, 9))
 def test_v1_evil_players_know_the_evil_lancelot_who_knows_nobody(seed):
-    """RULES.md §8 (variant 1): the evil players know the evil Lancelot, who does not know them."""
+    """docs/rules.md §8 (variant 1): the evil players know the evil Lancelot, who does not know them."""
     g = Game(players=10, seed=seed, lancelot=Lancelot.V1)
     el, gl = g.who(EL), g.who(GL)
     evil_others = [p for p in g.seats if g.role(p) in (Role.ASSASSIN, Role.MORGANA, Role.MORDRED)]
@@ -115,7 +115,7 @@ def test_v1_evil_players_know_the_evil_lancelot_who_knows_nobody(seed):
 
 @pytest.mark.parametrize("variant", [Lancelot.V1, Lancelot.V2])
 def test_the_lancelots_do_not_know_each_other_in_variants_one_and_two(variant):
-    """RULES.md §8 (variants 1, 2): the Lancelots do not know each other; the good one learns nothing."""
+    """docs/rules.md §8 (variants 1, 2): the Lancelots do not know each other; the good one learns nothing."""
     for seed in range(1, 9):
         g = Game(players=7, seed=seed, lancelot=variant)
         el, gl = g.who(EL), g.who(GL)
@@ -127,21 +127,21 @@ def test_the_lancelots_do_not_know_each_other_in_variants_one_and_two(variant):
 
 
 def test_v1_oberon_does_not_learn_the_evil_lancelot():
-    """RULES.md §2, §8: Oberon learns nothing in the night, the evil Lancelot included."""
+    """docs/rules.md §2, §8: Oberon learns nothing in the night, the evil Lancelot included."""
     g = Game(players=10, lancelot=Lancelot.V1, roles=(Role.PERCIVAL, Role.MORGANA, Role.OBERON))
     assert knowledge_of(g, g.who(Role.OBERON)) == {}
     assert g.who(Role.OBERON) not in knowledge_of(g, g.who(EL))
 
 
 def test_v1_forum_deck_holds_three_no_change_and_two_switch_cards():
-    """RULES.md §8 (variant 1, forum): the loyalty deck is 3 "no change" and 2 "switch"."""
+    """docs/rules.md §8 (variant 1, forum): the loyalty deck is 3 "no change" and 2 "switch"."""
     for seed in range(1, 20):
         g = Game(players=7, seed=seed, preset="forum", lancelot=Lancelot.V1)
         assert sorted(deck(g)) == [False, False, False, True, True]
 
 
 def test_v1_boxed_deck_holds_five_no_change_and_two_switch_cards():
-    """RULES.md §8 (variant 1, boxed game): the loyalty deck is 5 "no change" and 2 "switch"."""
+    """docs/rules.md §8 (variant 1, boxed game): the loyalty deck is 5 "no change" and 2 "switch"."""
     for seed in range(1, 20):
         g = Game(players=7, seed=seed, preset="classic", lancelot=Lancelot.V1)
         assert sorted(deck(g)) == [False] * 5 + [True] * 2
@@ -151,7 +151,7 @@ def test_v1_boxed_deck_holds_five_no_change_and_two_switch_cards():
 
 @pytest.mark.parametrize("preset", ["classic", "forum"])
 def test_v1_a_loyalty_card_is_drawn_publicly_at_the_start_of_quests_three_four_and_five(preset):
-    """RULES.md §8 (variant 1): one card at the start of quests 3, 4 and 5, shown to all, before any proposal."""
+    """docs/rules.md §8 (variant 1): one card at the start of quests 3, 4 and 5, shown to all, before any proposal."""
     for seed in range(1, 6):
         g = Game(players=5, seed=seed, preset=preset, lancelot=Lancelot.V1)
         dealt = deck(g)
@@ -184,7 +184,7 @@ def test_v1_a_loyalty_card_is_drawn_publicly_at_the_start_of_quests_three_four_a
 
 
 def test_v1_before_any_switch_the_good_lancelot_must_succeed_and_the_evil_one_may_choose():
-    """RULES.md §3, §8: a Lancelot plays for the side he is on: good must succeed, evil chooses."""
+    """docs/rules.md §3, §8: a Lancelot plays for the side he is on: good must succeed, evil chooses."""
     g = Game(players=5, lancelot=Lancelot.V1)
     gl, el = g.who(GL), g.who(EL)
     to_quest_team(g, (gl, el))
@@ -199,7 +199,7 @@ def _first_draw_is_a_switch(g: Game) -> bool:
 
 
 def test_v1_a_switch_card_swaps_the_lancelots_allegiance():
-    """RULES.md §8 (variant 1): a switch makes the good Lancelot evil and the evil one good."""
+    """docs/rules.md §8 (variant 1): a switch makes the good Lancelot evil and the evil one good."""
     g = find_game(_first_draw_is_a_switch, players=5, lancelot=Lancelot.V1)
     gl, el = g.who(GL), g.who(EL)
     g.win_quest()
@@ -221,7 +221,7 @@ def test_v1_a_switch_card_swaps_the_lancelots_allegiance():
 
 
 def test_v1_a_no_change_card_keeps_the_allegiance():
-    """RULES.md §8 (variant 1): a "no change" card is shown and nothing changes."""
+    """docs/rules.md §8 (variant 1): a "no change" card is shown and nothing changes."""
     g = find_game(lambda g: not deck(g)[0], players=5, lancelot=Lancelot.V1)
     gl, el = g.who(GL), g.who(EL)
     g.win_quest()
@@ -232,7 +232,7 @@ def test_v1_a_no_change_card_keeps_the_allegiance():
 
 
 def test_v1_two_switches_swap_the_lancelots_back():
-    """RULES.md §8 (variant 1): two switches swap back (the good one is good again)."""
+    """docs/rules.md §8 (variant 1): two switches swap back (the good one is good again)."""
     g = find_game(lambda g: deck(g)[0] and deck(g)[1], players=5, lancelot=Lancelot.V1)
     gl, el = g.who(GL), g.who(EL)
     g.win_quest()
@@ -249,7 +249,7 @@ def test_v1_two_switches_swap_the_lancelots_back():
 
 
 def test_v1_after_a_switch_the_good_lancelot_wins_with_evil():
-    """RULES.md §8: the switched Lancelot plays for, and wins with, his new side (final reveal)."""
+    """docs/rules.md §8: the switched Lancelot plays for, and wins with, his new side (final reveal)."""
     g = find_game(_first_draw_is_a_switch, players=5, lancelot=Lancelot.V1)
     gl, el = g.who(GL), g.who(EL)
     g.lose_quest()
@@ -266,7 +266,7 @@ def test_v1_after_a_switch_the_good_lancelot_wins_with_evil():
 
 
 def test_v1_after_a_switch_the_evil_lancelot_wins_with_good_and_leaves_the_evil_conference():
-    """RULES.md §4, §8: after a switch the conference is the evil side now; good's win includes him."""
+    """docs/rules.md §4, §8: after a switch the conference is the evil side now; good's win includes him."""
     g = find_game(_first_draw_is_a_switch, players=5, lancelot=Lancelot.V1)
     gl, el = g.who(GL), g.who(EL)
     g.win_quest()
@@ -286,7 +286,7 @@ def test_v1_after_a_switch_the_evil_lancelot_wins_with_good_and_leaves_the_evil_
 
 
 def test_v1_the_lady_sees_the_lancelot_after_the_draw_of_the_quest_it_follows():
-    """RULES.md §5, §8: the Lady after quest 3 shows a Lancelot's side as of now (after quest 3's switch)."""
+    """docs/rules.md §5, §8: the Lady after quest 3 shows a Lancelot's side as of now (after quest 3's switch)."""
     def fits(g: Game) -> bool:
         s = g.state
         holder = s.players[s.lady_holder]
@@ -312,7 +312,7 @@ def test_v1_the_lady_sees_the_lancelot_after_the_draw_of_the_quest_it_follows():
 
 @pytest.mark.parametrize("preset", ["classic", "online", "forum"])
 def test_v2_the_whole_loyalty_schedule_is_shown_to_everyone_at_the_start(preset):
-    """RULES.md §8 (variant 2): one card per quest, drawn at the start from 5 + 2 and shown to all."""
+    """docs/rules.md §8 (variant 2): one card per quest, drawn at the start from 5 + 2 and shown to all."""
     for seed in range(1, 15):
         g = Game(players=7, seed=seed, preset=preset, lancelot=Lancelot.V2)
         revealed = g.events(ev.LoyaltyScheduleRevealed)
@@ -327,7 +327,7 @@ def test_v2_the_whole_loyalty_schedule_is_shown_to_everyone_at_the_start(preset)
 
 
 def test_v2_switches_happen_at_the_start_of_the_scheduled_quests():
-    """RULES.md §8 (variant 2): the Lancelots switch at the start of each quest whose card is a switch."""
+    """docs/rules.md §8 (variant 2): the Lancelots switch at the start of each quest whose card is a switch."""
     tried = 0
     for seed in range(1, 200):
         g = Game(players=5, seed=seed, lancelot=Lancelot.V2)
@@ -359,7 +359,7 @@ def _no_switch_on_quest_one(g: Game) -> bool:
 
 
 def test_v2_an_evil_lancelot_on_a_quest_must_play_fail():
-    """RULES.md §8 (variant 2): while evil, a Lancelot on a quest must play fail."""
+    """docs/rules.md §8 (variant 2): while evil, a Lancelot on a quest must play fail."""
     g = find_game(_no_switch_on_quest_one, players=5, lancelot=Lancelot.V2)
     gl, el = g.who(GL), g.who(EL)
     to_quest_team(g, (el, gl))
@@ -372,7 +372,7 @@ def test_v2_an_evil_lancelot_on_a_quest_must_play_fail():
 
 
 def test_v2_other_evil_players_still_choose_their_card():
-    """RULES.md §3, §8 (variant 2): only the Lancelot is forced; the Assassin may play success."""
+    """docs/rules.md §3, §8 (variant 2): only the Lancelot is forced; the Assassin may play success."""
     g = find_game(_no_switch_on_quest_one, players=5, lancelot=Lancelot.V2)
     assassin = g.who(Role.ASSASSIN)
     to_quest_team(g, fill(g, [assassin]))
@@ -381,7 +381,7 @@ def test_v2_other_evil_players_still_choose_their_card():
 
 
 def test_v2_after_a_switch_the_formerly_good_lancelot_must_play_fail():
-    """RULES.md §8 (variant 2): once switched to evil, the good Lancelot must fail; the other must succeed."""
+    """docs/rules.md §8 (variant 2): once switched to evil, the good Lancelot must fail; the other must succeed."""
     g = find_game(lambda g: not deck(g)[0] and deck(g)[1], players=5, lancelot=Lancelot.V2)
     gl, el = g.who(GL), g.who(EL)
     g.win_quest()
@@ -394,7 +394,7 @@ def test_v2_after_a_switch_the_formerly_good_lancelot_must_play_fail():
 
 
 def test_v2_the_evil_lancelots_knowledge_matches_variant_one():
-    """RULES.md §8 (variant 2): the evil players know the evil Lancelot, who knows nobody."""
+    """docs/rules.md §8 (variant 2): the evil players know the evil Lancelot, who knows nobody."""
     g = Game(players=7, lancelot=Lancelot.V2)
     el = g.who(EL)
     for p in g.seats:
@@ -407,7 +407,7 @@ def test_v2_the_evil_lancelots_knowledge_matches_variant_one():
 
 @pytest.mark.parametrize("seed", range(1, 6))
 def test_v3_the_lancelots_know_each_other_and_the_evil_lancelot_knows_the_evil_team(seed):
-    """RULES.md §8 (variant 3): the Lancelots know each other; the evil one knows the evil players."""
+    """docs/rules.md §8 (variant 3): the Lancelots know each other; the evil one knows the evil players."""
     g = Game(players=10, seed=seed, lancelot=Lancelot.V3)
     el, gl = g.who(EL), g.who(GL)
     evil_others = [p for p in g.seats if g.role(p) in (Role.ASSASSIN, Role.MORGANA, Role.MORDRED)]
@@ -423,7 +423,7 @@ def test_v3_the_lancelots_know_each_other_and_the_evil_lancelot_knows_the_evil_t
 
 @pytest.mark.parametrize("preset", ["classic", "forum"])
 def test_v3_nothing_ever_switches(preset):
-    """RULES.md §8 (variant 3): no loyalty deck: the Lancelots keep their side all game."""
+    """docs/rules.md §8 (variant 3): no loyalty deck: the Lancelots keep their side all game."""
     for seed in range(1, 6):
         g = Game(players=5, seed=seed, preset=preset, lancelot=Lancelot.V3)
         gl, el = g.who(GL), g.who(EL)
@@ -439,7 +439,7 @@ def test_v3_nothing_ever_switches(preset):
 
 
 def test_v3_the_evil_lancelot_may_choose_his_card():
-    """RULES.md §8 (variant 3): only variant 2 forces the evil Lancelot to fail."""
+    """docs/rules.md §8 (variant 3): only variant 2 forces the evil Lancelot to fail."""
     g = Game(players=5, lancelot=Lancelot.V3)
     el, gl = g.who(EL), g.who(GL)
     to_quest_team(g, (el, gl))

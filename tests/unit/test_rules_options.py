@@ -1,4 +1,4 @@
-"""Scenario tests: per-game options, presets, the lobby and cancelling (RULES.md §9)."""
+"""Scenario tests: per-game options, presets, the lobby and cancelling (docs/rules.md §9)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ H = 3600
 
 
 def test_classic_preset_is_five_to_ten_players_with_the_hammer_named_votes_and_a_private_conference():
-    """RULES.md §9, column classic."""
+    """docs/rules.md §9, column classic."""
     o = Options.preset_defaults("classic")
     assert o.preset is Preset.CLASSIC
     assert o.max_players == 10
@@ -36,7 +36,7 @@ def test_classic_preset_is_five_to_ten_players_with_the_hammer_named_votes_and_a
 
 
 def test_online_preset_auto_approves_the_fifth_proposal_and_keeps_its_options_off():
-    """RULES.md §9, column online (fa: both optional settings are off by default)."""
+    """docs/rules.md §9, column online (fa: both optional settings are off by default)."""
     o = Options.preset_defaults("online")
     assert o.preset is Preset.ONLINE
     assert o.max_players == 10
@@ -47,7 +47,7 @@ def test_online_preset_auto_approves_the_fifth_proposal_and_keeps_its_options_of
 
 
 def test_forum_preset_is_five_to_twelve_players_with_a_public_conference_and_forum_deadlines():
-    """RULES.md §9, column forum, and §7 (forum timings and a silent voter)."""
+    """docs/rules.md §9, column forum, and §7 (forum timings and a silent voter)."""
     o = Options.preset_defaults("forum")
     assert o.preset is Preset.FORUM
     assert o.max_players == 12
@@ -61,7 +61,7 @@ def test_forum_preset_is_five_to_twelve_players_with_a_public_conference_and_for
 
 
 def test_online_optional_settings_can_be_switched_on():
-    """RULES.md §9: ``good_may_fail`` and ``anonymous_votes`` optional in online."""
+    """docs/rules.md §9: ``good_may_fail`` and ``anonymous_votes`` optional in online."""
     g = Game(players=5, preset="online", good_may_fail=True, anonymous_votes=True)
     v = view(g.state, g.seats[0])
     assert v.options.good_may_fail is True and v.options.anonymous_votes is True
@@ -72,7 +72,7 @@ def test_online_optional_settings_can_be_switched_on():
 
 @pytest.mark.parametrize("preset", ["classic", "online", "forum"])
 def test_lady_excalibur_and_lancelot_are_optional_in_every_preset(preset):
-    """RULES.md §9: Lady, Excalibur, Lancelot optional."""
+    """docs/rules.md §9: Lady, Excalibur, Lancelot optional."""
     g = Game(players=8, preset=preset, lady=True, excalibur=True, lancelot=Lancelot.V1)
     assert g.phase in (Phase.PROPOSAL, Phase.LADY)
     o = started(g).options
@@ -84,7 +84,7 @@ def test_lady_excalibur_and_lancelot_are_optional_in_every_preset(preset):
 
 @pytest.mark.parametrize("preset", ["classic", "online", "forum"])
 def test_the_options_in_force_are_visible_to_every_player(preset):
-    """RULES.md §9 / §7: the rule in force is shown to players."""
+    """docs/rules.md §9 / §7: the rule in force is shown to players."""
     g = Game(players=6, preset=preset, last_word=True)
     o = g.state.options
     assert o.preset.value == preset and o.last_word is True
@@ -94,7 +94,7 @@ def test_the_options_in_force_are_visible_to_every_player(preset):
 
 
 def test_changed_options_are_announced_in_the_lobby():
-    """RULES.md §9: the host sets the options per game; everyone sees them."""
+    """docs/rules.md §9: the host sets the options per game; everyone sees them."""
     g = Game(players=5, start=False)
     new = Options.preset_defaults("forum", anonymous_votes=True, roles=(Role.PERCIVAL, Role.MORGANA))
     g.do(ChangeOptions(actor="p1", options=new))
@@ -106,14 +106,14 @@ def test_changed_options_are_announced_in_the_lobby():
 
 
 def test_only_the_host_changes_the_options():
-    """RULES.md §9."""
+    """docs/rules.md §9."""
     g = Game(players=5, start=False)
     g.refuse(ChangeOptions(actor="p2", options=Options(anonymous_votes=True)), Reason.NOT_HOST)
     g.refuse(ChangeOptions(actor="stranger", options=Options()), Reason.NOT_HOST)
 
 
 def test_options_cannot_change_once_the_game_has_started():
-    """RULES.md §9: the options are fixed per game."""
+    """docs/rules.md §9: the options are fixed per game."""
     g = Game(players=5)
     g.refuse(ChangeOptions(actor="p1", options=Options(anonymous_votes=True)), Reason.WRONG_PHASE)
 
@@ -123,7 +123,7 @@ def test_options_cannot_change_once_the_game_has_started():
     Timers(last_word=1.5),
 ])
 def test_a_timer_outside_thirty_seconds_to_fourteen_days_is_refused(timers):
-    """RULES.md §7 and §9: each phase's timer is set by the host, within bounds."""
+    """docs/rules.md §7 and §9: each phase's timer is set by the host, within bounds."""
     g = Game(players=5, start=False)
     r = g.refuse(ChangeOptions(actor="p1", options=Options(timers=timers)), Reason.INVALID_OPTION)
     assert "timers." in r.message
@@ -132,7 +132,7 @@ def test_a_timer_outside_thirty_seconds_to_fourteen_days_is_refused(timers):
 
 
 def test_timers_at_the_bounds_are_accepted():
-    """RULES.md §7: a live game wants minutes, a forum game days."""
+    """docs/rules.md §7: a live game wants minutes, a forum game days."""
     g = Game(players=5, start=False)
     g.do(ChangeOptions(actor="p1", options=Options(timers=Timers(vote=30, proposal=14 * 24 * H))))
     g.do(StartGame(actor="p1"))
@@ -141,7 +141,7 @@ def test_timers_at_the_bounds_are_accepted():
 
 @pytest.mark.parametrize("max_players", [4, 13])
 def test_a_player_limit_outside_five_to_twelve_is_refused(max_players):
-    """RULES.md §1."""
+    """docs/rules.md §1."""
     g = Game(players=5, start=False)
     g.refuse(ChangeOptions(actor="p1", options=replace(Options.preset_defaults("forum"), max_players=max_players)),
              Reason.INVALID_OPTION)
@@ -151,7 +151,7 @@ def test_a_player_limit_outside_five_to_twelve_is_refused(max_players):
 
 
 def test_the_host_can_cancel_the_game_in_the_lobby():
-    """RULES.md §9 (host controls)."""
+    """docs/rules.md §9 (host controls)."""
     g = Game(players=5, start=False)
     g.refuse(CancelGame(actor="p2"), Reason.NOT_HOST)
     g.do(CancelGame(actor="p1"))
@@ -162,7 +162,7 @@ def test_the_host_can_cancel_the_game_in_the_lobby():
 
 
 def test_the_host_can_cancel_a_game_in_progress_and_nobody_else_can():
-    """RULES.md §9."""
+    """docs/rules.md §9."""
     g = Game(players=5)
     g.propose()
     g.refuse(CancelGame(actor="p3"), Reason.NOT_HOST)
@@ -193,7 +193,7 @@ def test_the_host_cannot_leave_but_another_player_can_and_may_rejoin():
 
 @pytest.mark.parametrize("preset,limit", [("classic", 10), ("online", 10), ("forum", 12)])
 def test_the_lobby_is_full_at_the_preset_limit(preset, limit):
-    """RULES.md §9: players 5-10 (classic, online), 5-12 (forum)."""
+    """docs/rules.md §9: players 5-10 (classic, online), 5-12 (forum)."""
     g = Game(players=limit, preset=preset, start=False)
     r = g.refuse(Join(actor="extra"), Reason.LOBBY_FULL)
     assert str(limit) in r.message

@@ -1,4 +1,4 @@
-"""Scenario tests: a round (proposal, vote, quest) and the hammer (RULES.md §3)."""
+"""Scenario tests: a round (proposal, vote, quest) and the hammer (docs/rules.md §3)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _vote(g: Game, approvals: int) -> VotesRevealed:
 
 
 def test_the_leader_must_pick_exactly_the_quest_team_size():
-    """RULES.md §3.1: exactly the quest's team size."""
+    """docs/rules.md §3.1: exactly the quest's team size."""
     g = Game(players=5)
     lead = g.leader
     others = [p for p in g.seats if p != lead]
@@ -46,21 +46,21 @@ def test_the_leader_must_pick_exactly_the_quest_team_size():
 
 
 def test_the_leader_must_pick_distinct_players():
-    """RULES.md §3.1: distinct players."""
+    """docs/rules.md §3.1: distinct players."""
     g = Game(players=5)
     other = next(p for p in g.seats if p != g.leader)
     g.refuse(ProposeTeam(actor=g.leader, team=(other, other)), Reason.DUPLICATE_PLAYER)
 
 
 def test_the_leader_can_only_pick_players_of_the_game():
-    """RULES.md §3.1."""
+    """docs/rules.md §3.1."""
     g = Game(players=5)
     r = g.refuse(ProposeTeam(actor=g.leader, team=(g.leader, "stranger")), Reason.UNKNOWN_PLAYER)
     assert "stranger" in r.message
 
 
 def test_the_leader_may_include_himself():
-    """RULES.md §3.1: the leader may include himself."""
+    """docs/rules.md §3.1: the leader may include himself."""
     g = Game(players=5)
     lead = g.leader
     team = (lead, next(p for p in g.seats if p != lead))
@@ -71,14 +71,14 @@ def test_the_leader_may_include_himself():
 
 
 def test_only_the_leader_may_propose():
-    """RULES.md §3.1."""
+    """docs/rules.md §3.1."""
     g = Game(players=5)
     other = next(p for p in g.seats if p != g.leader)
     g.refuse(ProposeTeam(actor=other, team=(other, g.leader)), Reason.NOT_YOUR_TURN)
 
 
 def test_someone_outside_the_game_can_neither_propose_vote_nor_play():
-    """RULES.md §3: only the seated players act."""
+    """docs/rules.md §3: only the seated players act."""
     g = Game(players=5)
     g.refuse(ProposeTeam(actor="stranger", team=tuple(g.seats[:2])), Reason.NOT_A_PLAYER)
     g.propose()
@@ -95,7 +95,7 @@ def test_someone_outside_the_game_can_neither_propose_vote_nor_play():
     (10, 5, False), (10, 6, True),
 ])
 def test_a_team_needs_a_strict_majority_and_a_tie_rejects(players, approvals, approved):
-    """RULES.md §3.2: strict majority approves; a tie (e.g. 3-3 with 6) rejects."""
+    """docs/rules.md §3.2: strict majority approves; a tie (e.g. 3-3 with 6) rejects."""
     g = Game(players=players)
     g.propose()
     result = _vote(g, approvals)
@@ -104,7 +104,7 @@ def test_a_team_needs_a_strict_majority_and_a_tie_rejects(players, approvals, ap
 
 
 def test_every_player_votes_including_the_leader_and_the_team():
-    """RULES.md §3.2: everyone votes; the vote waits for all of them."""
+    """docs/rules.md §3.2: everyone votes; the vote waits for all of them."""
     g = Game(players=5)
     g.propose()
     assert set(view(g.state, None).waiting_for) == set(g.seats)
@@ -114,7 +114,7 @@ def test_every_player_votes_including_the_leader_and_the_team():
 
 
 def test_votes_are_shown_with_their_voters_once_the_result_is_announced():
-    """RULES.md §3.2: by default every vote is shown with its voter."""
+    """docs/rules.md §3.2: by default every vote is shown with its voter."""
     g = Game(players=5)
     g.propose()
     wanted = {p: i % 2 == 0 for i, p in enumerate(g.seats)}
@@ -126,7 +126,7 @@ def test_votes_are_shown_with_their_voters_once_the_result_is_announced():
 
 
 def test_a_vote_stays_secret_until_the_result_is_announced():
-    """RULES.md §3.2: votes are shown once the result is announced, not before."""
+    """docs/rules.md §3.2: votes are shown once the result is announced, not before."""
     g = Game(players=5)
     g.propose()
     first, second = g.seats[0], g.seats[1]
@@ -140,7 +140,7 @@ def test_a_vote_stays_secret_until_the_result_is_announced():
 
 
 def test_with_anonymous_votes_only_the_counts_are_shown():
-    """RULES.md §3.2 and §9: ``anonymous_votes`` shows only the counts."""
+    """docs/rules.md §3.2 and §9: ``anonymous_votes`` shows only the counts."""
     g = Game(players=5, preset="online", anonymous_votes=True)
     g.propose()
     _vote(g, 2)
@@ -151,7 +151,7 @@ def test_with_anonymous_votes_only_the_counts_are_shown():
 
 
 def test_a_player_cannot_vote_twice():
-    """RULES.md §3.2."""
+    """docs/rules.md §3.2."""
     g = Game(players=5)
     g.propose()
     p = g.seats[0]
@@ -161,7 +161,7 @@ def test_a_player_cannot_vote_twice():
 
 
 def test_on_rejection_the_next_seat_leads_and_the_vote_track_advances():
-    """RULES.md §3.2: leadership passes in seat order; the vote track advances."""
+    """docs/rules.md §3.2: leadership passes in seat order; the vote track advances."""
     g = Game(players=6)
     first = g.leader
     g.reject_proposal()
@@ -188,14 +188,14 @@ def _on_quest(players: int = 7, evil: int = 1, **options) -> tuple[Game, tuple[s
 
 
 def test_a_good_player_cannot_play_fail():
-    """RULES.md §3.3: good players must play success."""
+    """docs/rules.md §3.3: good players must play success."""
     g, team = _on_quest(evil=0)
     r = g.refuse(PlayCard(actor=team[0], card=Card.FAIL), Reason.CARD_NOT_ALLOWED)
     assert "success" in r.message
 
 
 def test_with_good_may_fail_a_good_player_may_fail_the_quest():
-    """RULES.md §3.3 and §9: ``good_may_fail`` (online option)."""
+    """docs/rules.md §3.3 and §9: ``good_may_fail`` (online option)."""
     g, team = _on_quest(players=5, evil=0, preset="online", good_may_fail=True)
     g.play_all({team[0]: Card.FAIL})
     result = g.last_of(QuestResolved)
@@ -203,7 +203,7 @@ def test_with_good_may_fail_a_good_player_may_fail_the_quest():
 
 
 def test_an_evil_player_chooses_success_or_fail():
-    """RULES.md §3.3: evil players choose."""
+    """docs/rules.md §3.3: evil players choose."""
     g = Game(players=7)
     g.win_quest()  # quest 2 has 3 seats: two evil players fit
     team = team_with(g, evil=2)
@@ -215,7 +215,7 @@ def test_an_evil_player_chooses_success_or_fail():
 
 
 def test_only_team_members_play_and_each_plays_once():
-    """RULES.md §3.3: each team member plays one card."""
+    """docs/rules.md §3.3: each team member plays one card."""
     g, team = _on_quest(evil=0)
     outsider = next(p for p in g.seats if p not in team)
     g.refuse(PlayCard(actor=outsider, card=Card.SUCCESS), Reason.NOT_YOUR_TURN)
@@ -224,7 +224,7 @@ def test_only_team_members_play_and_each_plays_once():
 
 
 def test_only_the_number_of_fail_cards_is_announced_never_who_played_them():
-    """RULES.md §3.3: only counts are announced."""
+    """docs/rules.md §3.3: only counts are announced."""
     g, team = _on_quest(evil=1)
     g.play_all({team[0]: Card.FAIL})
     result = g.last_of(QuestResolved)
@@ -239,7 +239,7 @@ def test_only_the_number_of_fail_cards_is_announced_never_who_played_them():
 
 
 def test_after_a_quest_the_next_seat_leads_and_the_vote_track_resets():
-    """RULES.md §3.4."""
+    """docs/rules.md §3.4."""
     g = Game(players=5)
     g.reject_proposal()
     assert g.state.vote_track == 1
@@ -251,7 +251,7 @@ def test_after_a_quest_the_next_seat_leads_and_the_vote_track_resets():
 
 
 def test_a_button_from_a_phase_that_is_over_is_refused_as_stale():
-    """RULES.md §3: a command for an earlier phase changes nothing."""
+    """docs/rules.md §3: a command for an earlier phase changes nothing."""
     g = Game(players=5)
     old = g.state.phase_id
     g.propose()
@@ -260,7 +260,7 @@ def test_a_button_from_a_phase_that_is_over_is_refused_as_stale():
 
 
 def test_a_command_of_another_phase_is_refused():
-    """RULES.md §3: proposal, then vote, then quest, in order."""
+    """docs/rules.md §3: proposal, then vote, then quest, in order."""
     g = Game(players=5)
     g.refuse(CastVote(actor=g.seats[0], approve=True), Reason.WRONG_PHASE)
     g.refuse(PlayCard(actor=g.leader, card=Card.SUCCESS), Reason.WRONG_PHASE)
@@ -275,7 +275,7 @@ def test_a_command_of_another_phase_is_refused():
 
 @pytest.mark.parametrize("preset", ["classic", "forum"])
 def test_fifth_rejection_hands_evil_the_win(preset):
-    """RULES.md §3 (hammer, classic and forum) and §4."""
+    """docs/rules.md §3 (hammer, classic and forum) and §4."""
     g = Game(players=5, preset=preset)
     for track in range(1, 5):
         g.reject_proposal()
@@ -287,7 +287,7 @@ def test_fifth_rejection_hands_evil_the_win(preset):
 
 
 def test_five_rejections_spread_over_two_quests_are_no_hammer():
-    """RULES.md §3: five consecutive rejections on the same quest."""
+    """docs/rules.md §3: five consecutive rejections on the same quest."""
     g = Game(players=5)
     for _ in range(4):
         g.reject_proposal()
@@ -298,7 +298,7 @@ def test_five_rejections_spread_over_two_quests_are_no_hammer():
 
 
 def test_online_fifth_proposal_goes_straight_to_the_quest():
-    """RULES.md §3 (hammer, online): the fifth proposal is not voted on."""
+    """docs/rules.md §3 (hammer, online): the fifth proposal is not voted on."""
     g = Game(players=5, preset="online")
     for _ in range(4):
         g.reject_proposal()
@@ -316,7 +316,7 @@ def test_online_fifth_proposal_goes_straight_to_the_quest():
 
 
 def test_online_evil_never_wins_by_rejections():
-    """RULES.md §3 (online): evil cannot win by rejections."""
+    """docs/rules.md §3 (online): evil cannot win by rejections."""
     g = Game(players=5, preset="online")
     for _ in range(3):
         for _ in range(4):
@@ -329,7 +329,7 @@ def test_online_evil_never_wins_by_rejections():
 
 
 def test_forum_missed_proposal_counts_as_neither_approved_nor_rejected():
-    """RULES.md §3 (forum hammer) and §7: a proposal cancelled for a missed deadline."""
+    """docs/rules.md §3 (forum hammer) and §7: a proposal cancelled for a missed deadline."""
     g = Game(players=5, preset="forum")
     g.reject_proposal()
     leader = g.leader
@@ -342,7 +342,7 @@ def test_forum_missed_proposal_counts_as_neither_approved_nor_rejected():
 
 
 def test_forum_missed_proposal_does_not_save_good_from_the_fifth_rejection():
-    """RULES.md §3 (forum): the missed proposal is not counted, so the 5th rejection still wins."""
+    """docs/rules.md §3 (forum): the missed proposal is not counted, so the 5th rejection still wins."""
     g = Game(players=5, preset="forum")
     for _ in range(4):
         g.reject_proposal()

@@ -1,4 +1,4 @@
-"""Scenario tests: players, teams, quest sizes, roles and the night (RULES.md §1 and §2)."""
+"""Scenario tests: players, teams, quest sizes, roles and the night (docs/rules.md §1 and §2)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.unit.rules_core_kit import (
 
 K = Knowledge
 
-# RULES.md §1, copied by hand so a wrong engine table makes these tests fail.
+# docs/rules.md §1, copied by hand so a wrong engine table makes these tests fail.
 TABLE = {
     #    good evil  quest sizes 1..5
     5: (3, 2, (2, 3, 2, 3, 3)),
@@ -39,7 +39,7 @@ def _preset_for(n: int) -> str:
 
 @pytest.mark.parametrize("n", sorted(TABLE))
 def test_dealt_roles_split_good_and_evil_as_the_table_says(n):
-    """RULES.md §1: good/evil counts for 5..12 players."""
+    """docs/rules.md §1: good/evil counts for 5..12 players."""
     g = Game(players=n, preset=_preset_for(n))
     good, evil, _ = TABLE[n]
     dealt = [e.team for e in g.events(RoleAssigned)]
@@ -51,7 +51,7 @@ def test_dealt_roles_split_good_and_evil_as_the_table_says(n):
 
 @pytest.mark.parametrize("n", sorted(TABLE))
 def test_game_started_announces_the_quest_sizes_of_the_table(n):
-    """RULES.md §1: quest sizes, and the starred quest 4 from 7 players."""
+    """docs/rules.md §1: quest sizes, and the starred quest 4 from 7 players."""
     g = Game(players=n, preset=_preset_for(n))
     e = started(g)
     assert e.quest_sizes == TABLE[n][2]
@@ -78,25 +78,25 @@ def _quest_four_with_fails(players: int, fails: int) -> QuestResolved:
 
 
 def test_one_fail_on_quest_four_with_seven_players_still_succeeds():
-    """RULES.md §1 (*): quest 4 from 7 players needs two fail cards."""
+    """docs/rules.md §1 (*): quest 4 from 7 players needs two fail cards."""
     result = _quest_four_with_fails(7, 1)
     assert (result.quest, result.fails, result.failed) == (4, 1, False)
 
 
 def test_two_fails_on_quest_four_with_seven_players_fail_it():
-    """RULES.md §1 (*)."""
+    """docs/rules.md §1 (*)."""
     result = _quest_four_with_fails(7, 2)
     assert (result.quest, result.fails, result.failed) == (4, 2, True)
 
 
 def test_one_fail_on_quest_four_with_six_players_fails_it():
-    """RULES.md §1: below 7 players every quest fails with one fail card."""
+    """docs/rules.md §1: below 7 players every quest fails with one fail card."""
     result = _quest_four_with_fails(6, 1)
     assert (result.quest, result.fails, result.failed) == (4, 1, True)
 
 
 def test_one_fail_on_quest_three_with_seven_players_fails_it():
-    """RULES.md §1: only quest 4 is starred."""
+    """docs/rules.md §1: only quest 4 is starred."""
     g = Game(players=7, seed=5)
     g.win_quest()
     g.win_quest()
@@ -108,7 +108,7 @@ def test_one_fail_on_quest_three_with_seven_players_fails_it():
 
 
 def test_fewer_than_five_players_cannot_start():
-    """RULES.md §1: 5 players at least."""
+    """docs/rules.md §1: 5 players at least."""
     g = Game(players=4, start=False)
     r = g.refuse(StartGame(actor="p1"), Reason.TOO_FEW_PLAYERS)
     assert "5" in r.message and "4" in r.message
@@ -118,7 +118,7 @@ def test_fewer_than_five_players_cannot_start():
 @pytest.mark.parametrize("n", [11, 12])
 @pytest.mark.parametrize("preset", ["classic", "online"])
 def test_eleven_or_twelve_players_are_refused_outside_the_forum_preset(preset, n):
-    """RULES.md §1 and §9: 11-12 players only in the forum preset."""
+    """docs/rules.md §1 and §9: 11-12 players only in the forum preset."""
     g = Game(players=n, preset="forum", start=False)
     g.refuse(ChangeOptions(actor="p1", options=Options.preset_defaults(preset)), Reason.TOO_MANY_PLAYERS)
     assert g.state.options.preset.value == "forum"
@@ -126,14 +126,14 @@ def test_eleven_or_twelve_players_are_refused_outside_the_forum_preset(preset, n
 
 @pytest.mark.parametrize("preset", ["classic", "online"])
 def test_an_eleventh_player_cannot_join_a_classic_or_online_lobby(preset):
-    """RULES.md §9: classic and online seat 5-10 players."""
+    """docs/rules.md §9: classic and online seat 5-10 players."""
     g = Game(players=10, preset=preset, start=False)
     g.refuse(Join(actor="p11"), Reason.LOBBY_FULL)
 
 
 @pytest.mark.parametrize("preset", ["classic", "online"])
 def test_raising_max_players_does_not_seat_eleven_in_classic_or_online(preset):
-    """RULES.md §9: classic and online are 5-10 players, whatever max_players says.
+    """docs/rules.md §9: classic and online are 5-10 players, whatever max_players says.
 
     Either the setting is refused, or the lobby stops at ten, or the start is refused.
     """
@@ -157,7 +157,7 @@ def test_raising_max_players_does_not_seat_eleven_in_classic_or_online(preset):
 
 @pytest.mark.parametrize("n", [11, 12])
 def test_forum_preset_plays_with_eleven_and_twelve(n):
-    """RULES.md §1, §9: forum 5-12."""
+    """docs/rules.md §1, §9: forum 5-12."""
     g = Game(players=n, preset="forum")
     assert g.phase is Phase.PROPOSAL and len(g.seats) == n
 
@@ -180,7 +180,7 @@ def _both(g: Game, player: str) -> dict[str, Knowledge]:
 
 
 def test_merlin_sees_every_evil_player_but_mordred_and_sees_oberon():
-    """RULES.md §2: Merlin sees evil except Mordred; Oberon included; names only."""
+    """docs/rules.md §2: Merlin sees evil except Mordred; Oberon included; names only."""
     g = _ten()
     w = g.who
     assert _both(g, w(Role.MERLIN)) == {w(Role.ASSASSIN): K.EVIL, w(Role.MORGANA): K.EVIL,
@@ -188,7 +188,7 @@ def test_merlin_sees_every_evil_player_but_mordred_and_sees_oberon():
 
 
 def test_percival_sees_merlin_and_morgana_without_knowing_which_is_which():
-    """RULES.md §2."""
+    """docs/rules.md §2."""
     g = _ten()
     w = g.who
     assert _both(g, w(Role.PERCIVAL)) == {w(Role.MERLIN): K.MERLIN_OR_MORGANA,
@@ -196,7 +196,7 @@ def test_percival_sees_merlin_and_morgana_without_knowing_which_is_which():
 
 
 def test_percival_sees_only_merlin_when_morgana_is_absent():
-    """RULES.md §2: only Merlin if Morgana is absent."""
+    """docs/rules.md §2: only Merlin if Morgana is absent."""
     g = Game(players=7, roles=(Role.PERCIVAL, Role.MORDRED))
     assert Role.MORGANA not in started(g).roles_in_play
     assert _both(g, g.who(Role.PERCIVAL)) == {g.who(Role.MERLIN): K.MERLIN_OR_MORGANA}
@@ -204,7 +204,7 @@ def test_percival_sees_only_merlin_when_morgana_is_absent():
 
 @pytest.mark.parametrize("role", [Role.ASSASSIN, Role.MORGANA, Role.MORDRED])
 def test_evil_players_see_each_other_but_not_oberon(role):
-    """RULES.md §2: the evil see one another except Oberon."""
+    """docs/rules.md §2: the evil see one another except Oberon."""
     g = _ten()
     me = g.who(role)
     others = {g.who(r) for r in (Role.ASSASSIN, Role.MORGANA, Role.MORDRED)} - {me}
@@ -212,7 +212,7 @@ def test_evil_players_see_each_other_but_not_oberon(role):
 
 
 def test_a_minion_sees_the_other_evil_players_and_merlin_sees_him():
-    """RULES.md §2: Minion of Mordred as Assassin."""
+    """docs/rules.md §2: Minion of Mordred as Assassin."""
     g = Game(players=8, roles=(Role.PERCIVAL, Role.MORGANA))
     minion = g.who(Role.MINION)
     assert _both(g, minion) == {g.who(Role.ASSASSIN): K.EVIL, g.who(Role.MORGANA): K.EVIL}
@@ -220,13 +220,13 @@ def test_a_minion_sees_the_other_evil_players_and_merlin_sees_him():
 
 
 def test_oberon_sees_nobody():
-    """RULES.md §2."""
+    """docs/rules.md §2."""
     g = _ten()
     assert _both(g, g.who(Role.OBERON)) == {}
 
 
 def test_a_loyal_servant_learns_nothing():
-    """RULES.md §2."""
+    """docs/rules.md §2."""
     g = _ten()
     for p in g.seats:
         if g.role(p) is Role.LOYAL_SERVANT:
@@ -234,7 +234,7 @@ def test_a_loyal_servant_learns_nothing():
 
 
 def test_with_oberon_known_to_evil_the_evil_team_sees_oberon_but_he_still_sees_nobody():
-    """RULES.md §2, vi variant ``oberon_known_to_evil``."""
+    """docs/rules.md §2, vi variant ``oberon_known_to_evil``."""
     g = Game(players=10, seed=2, oberon_known_to_evil=True)
     w = g.who
     oberon = w(Role.OBERON)
@@ -245,14 +245,14 @@ def test_with_oberon_known_to_evil_the_evil_team_sees_oberon_but_he_still_sees_n
 
 
 def test_the_night_tells_names_never_roles():
-    """RULES.md §2: names without roles (the knowledge is only EVIL / MERLIN_OR_MORGANA)."""
+    """docs/rules.md §2: names without roles (the knowledge is only EVIL / MERLIN_OR_MORGANA)."""
     g = _ten()
     for e in g.events(RoleAssigned):
         assert {k for _, k in e.knowledge} <= {K.EVIL, K.MERLIN_OR_MORGANA}
 
 
 def test_each_role_assigned_event_goes_only_to_its_player():
-    """RULES.md §2: the role and the night are private."""
+    """docs/rules.md §2: the role and the night are private."""
     g = _ten()
     events = g.events(RoleAssigned)
     assert sorted(e.player for e in events) == sorted(g.seats)
@@ -269,7 +269,7 @@ def test_each_role_assigned_event_goes_only_to_its_player():
 
 
 def test_a_player_view_shows_his_own_role_and_nobody_elses():
-    """RULES.md §2."""
+    """docs/rules.md §2."""
     g = _ten()
     merlin = g.who(Role.MERLIN)
     v = view(g.state, merlin)
@@ -292,7 +292,7 @@ STANDARD = {
 
 @pytest.mark.parametrize("n", sorted(STANDARD))
 def test_the_standard_set_is_merlin_percival_and_the_recommended_evil_roles(n):
-    """RULES.md §2: standard set per player count; other seats are Servants and Minions."""
+    """docs/rules.md §2: standard set per player count; other seats are Servants and Minions."""
     g = Game(players=n)
     good, evil, _ = TABLE[n]
     specials_evil = STANDARD[n]
@@ -308,7 +308,7 @@ def _start_with_roles(players: int, roles, **options):
 
 
 def test_more_special_evil_roles_than_evil_seats_is_refused_with_the_numbers():
-    """RULES.md §2: a selection that does not fit is refused with a clear reason."""
+    """docs/rules.md §2: a selection that does not fit is refused with a clear reason."""
     g, r = _start_with_roles(5, (Role.MORGANA, Role.MORDRED, Role.OBERON))
     assert isinstance(r, Rejection) and r.reason is Reason.TOO_MANY_EVIL_ROLES
     assert "2 evil seats" in r.message and "3" in r.message
@@ -317,7 +317,7 @@ def test_more_special_evil_roles_than_evil_seats_is_refused_with_the_numbers():
 
 @pytest.mark.parametrize("role", [Role.LOYAL_SERVANT, Role.MINION, Role.MERLIN, Role.ASSASSIN])
 def test_a_role_that_is_not_optional_cannot_be_selected(role):
-    """RULES.md §2: the host picks only optional roles (Percival, Morgana, Mordred, Oberon)."""
+    """docs/rules.md §2: the host picks only optional roles (Percival, Morgana, Mordred, Oberon)."""
     g = Game(players=5, start=False)
     r = g.refuse(ChangeOptions(actor="p1", options=Options(roles=(Role.PERCIVAL, role))),
                  Reason.ROLE_NOT_SELECTABLE)
@@ -327,7 +327,7 @@ def test_a_role_that_is_not_optional_cannot_be_selected(role):
 
 
 def test_a_role_listed_twice_is_refused():
-    """RULES.md §2."""
+    """docs/rules.md §2."""
     g = Game(players=5, start=False)
     r = g.refuse(ChangeOptions(actor="p1", options=Options(roles=(Role.MORGANA, Role.MORGANA))),
                  Reason.INVALID_OPTION)
@@ -335,7 +335,7 @@ def test_a_role_listed_twice_is_refused():
 
 
 def test_the_host_may_pick_any_optional_roles_that_fit():
-    """RULES.md §2: remaining seats are Loyal Servants or Minions; Merlin and Assassin always."""
+    """docs/rules.md §2: remaining seats are Loyal Servants or Minions; Merlin and Assassin always."""
     g = Game(players=7, roles=(Role.OBERON,))
     assert sorted(started(g).roles_in_play) == sorted(
         [Role.MERLIN] + [Role.LOYAL_SERVANT] * 3 + [Role.ASSASSIN, Role.OBERON, Role.MINION])
@@ -345,7 +345,7 @@ def test_the_host_may_pick_any_optional_roles_that_fit():
 
 
 def test_no_assassin_is_dealt_when_morgana_and_mordred_fill_five_players_evil_seats():
-    """RULES.md §2 (fa): Morgana takes the shot."""
+    """docs/rules.md §2 (fa): Morgana takes the shot."""
     g, r = _start_with_roles(5, (Role.MORGANA, Role.MORDRED))
     assert not isinstance(r, Rejection)
     g.state = r.state
@@ -355,21 +355,21 @@ def test_no_assassin_is_dealt_when_morgana_and_mordred_fill_five_players_evil_se
 
 
 def test_mordred_takes_the_shot_when_morgana_is_absent_and_no_assassin_fits():
-    """RULES.md §2 (fa)."""
+    """docs/rules.md §2 (fa)."""
     g = Game(players=5, roles=(Role.MORDRED, Role.OBERON))
     assert Role.ASSASSIN not in started(g).roles_in_play
     assert g.events(Dealt)[-1].shooter == g.who(Role.MORDRED)
 
 
 def test_the_assassin_is_dealt_whenever_an_evil_seat_is_left():
-    """RULES.md §2: Merlin and the Assassin are always in play when they fit."""
+    """docs/rules.md §2: Merlin and the Assassin are always in play when they fit."""
     g = Game(players=5, roles=(Role.OBERON,))
     assert Role.ASSASSIN in started(g).roles_in_play
     assert g.events(Dealt)[-1].shooter == g.who(Role.ASSASSIN)
 
 
 def test_a_deal_with_nobody_to_shoot_is_refused():
-    """RULES.md §2: Oberon and the evil Lancelot fill 5 players' evil seats: no shooter."""
+    """docs/rules.md §2: Oberon and the evil Lancelot fill 5 players' evil seats: no shooter."""
     g, r = _start_with_roles(5, (Role.OBERON,), lancelot=Lancelot.V1)
     assert isinstance(r, Rejection) and r.reason is Reason.NO_SHOOTER
     assert "Morgana" in r.message and "Mordred" in r.message
@@ -385,12 +385,12 @@ def _deal(seed: int, players: int = 7):
 
 
 def test_the_same_seed_deals_the_same_seats_roles_and_first_leader():
-    """RULES.md §2 / §9: the deal is random, from the game's seed, and replays exactly."""
+    """docs/rules.md §2 / §9: the deal is random, from the game's seed, and replays exactly."""
     assert _deal(42) == _deal(42)
 
 
 def test_different_seeds_deal_differently():
-    """RULES.md §9: seat order is random."""
+    """docs/rules.md §9: seat order is random."""
     deals = {_deal(seed) for seed in range(1, 6)}
     assert len(deals) > 1
     assert len({seats for seats, _, _ in deals}) > 1
@@ -398,7 +398,7 @@ def test_different_seeds_deal_differently():
 
 
 def test_the_seat_order_and_first_leader_are_published():
-    """RULES.md §9: seat order random, published."""
+    """docs/rules.md §9: seat order random, published."""
     g = Game(players=7, seed=9)
     e = started(g)
     assert e.audience == PUBLIC

@@ -1,4 +1,4 @@
-"""Who sees whom in the night (RULES.md sections 2 and 8): one small table.
+"""Who sees whom in the night (docs/rules.md sections 2 and 8): one small table.
 
 ``knows(viewer, other, options)`` is what a player holding ``viewer`` learns
 about a player holding ``other`` at the start, or ``None`` for nothing.

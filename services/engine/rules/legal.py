@@ -52,7 +52,7 @@ def actors(s: GameState, phase: Phase | None = None, leader: int = -1) -> tuple[
 
 
 def missed_rule(s: GameState, phase: Phase) -> MissedRule:
-    """What a missed deadline in ``phase`` will do (RULES.md section 7)."""
+    """What a missed deadline in ``phase`` will do (docs/rules.md section 7)."""
     o = s.options
     if phase is Phase.PROPOSAL:
         if o.hammer is Hammer.FORUM:

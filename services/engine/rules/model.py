@@ -92,7 +92,7 @@ class Preset(str, Enum):
 
 
 class Hammer(str, Enum):
-    """What a fifth proposal on one quest means (RULES.md section 3)."""
+    """What a fifth proposal on one quest means (docs/rules.md section 3)."""
 
     CLASSIC = "classic"  # a fifth consecutive rejection makes evil win
     ONLINE = "online"  # the fifth proposal is not voted on: straight to the quest
@@ -129,7 +129,7 @@ class MissedVote(str, Enum):
 
 
 class MissedRule(str, Enum):
-    """What a missed deadline does in the phase that is open (RULES.md section 7)."""
+    """What a missed deadline does in the phase that is open (docs/rules.md section 7)."""
 
     NONE = "none"
     PROPOSAL_COUNTS_AS_REJECTION = "proposal_counts_as_rejection"

@@ -1,4 +1,4 @@
-"""Per-game options and the three presets (RULES.md section 9).
+"""Per-game options and the three presets (docs/rules.md section 9).
 
 The options in force are part of the game state, so they can be shown to the
 players. Every option can be set on its own; a preset only fixes defaults.

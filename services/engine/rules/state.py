@@ -104,7 +104,7 @@ class GameState:
         return sum(1 for r in self.quest_results if r.failed)
 
     def allowed_cards(self, seat: int) -> tuple[Card, ...]:
-        """The quest cards this seat may play now (RULES.md sections 3 and 8)."""
+        """The quest cards this seat may play now (docs/rules.md sections 3 and 8)."""
         if self.team_of(seat) is Team.EVIL:
             if self.roles[seat].is_lancelot and self.options.lancelot is Lancelot.V2:
                 return (Card.FAIL,)  # variant 2: an evil Lancelot must fail

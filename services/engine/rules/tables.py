@@ -1,4 +1,4 @@
-"""The rules' numbers in one place (RULES.md sections 1, 2 and 7).
+"""The rules' numbers in one place (docs/rules.md sections 1, 2 and 7).
 
 Nothing else in the core hard-codes a team size, an evil count or the
 two-fail quest: it asks this table.

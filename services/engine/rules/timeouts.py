@@ -1,4 +1,4 @@
-"""A missed deadline: each phase resolves by the rule in force (RULES.md section 7)."""
+"""A missed deadline: each phase resolves by the rule in force (docs/rules.md section 7)."""
 
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def settings_keyboard(gw, memo):
 
 
 def standard_roles(players: int) -> tuple[Role, ...]:
-    """The standard set the engine deals when the host chose none (RULES.md section 2)."""
+    """The standard set the engine deals when the host chose none (docs/rules.md section 2)."""
     n = min(max(players, 5), 12)
     return tuple(tables.STANDARD_GOOD) + tuple(tables.STANDARD_EVIL[n])
 
