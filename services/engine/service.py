@@ -14,6 +14,10 @@ actor alone, as an event with its reason.
 If a batch cannot be committed (a command id another engine already took, a
 game another engine moved, a broken command), its commands are retried one
 at a time, so one bad command never holds up the others.
+
+Operators' metrics (``shared.ops``): commands by result once committed (a duplicate when dropped),
+events published per channel, the outbox's depth (committed, not yet published), dead-lettered
+commands, and the errors logged here.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from datetime import timedelta
 
 from pydantic import ValidationError
 
+from shared import ops
 from shared.bus import Bus, PoisonMessage, Unroutable
 from shared.protocol import (
     CommandEnvelope,
@@ -99,6 +104,7 @@ class EngineService(SideCommands):
         self._publishing: asyncio.Task | None = None  # the publishing loop, while there is something to publish
         self._recent: set[str] = set()  # command ids committed lately (two generations)
         self._recent_old: set[str] = set()
+        self._outbox_depth = 0  # this engine's share of the outbox gauge: committed, not yet published
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -124,6 +130,7 @@ class EngineService(SideCommands):
             await asyncio.gather(self._worker, return_exceptions=True)
         if self._publishing is not None:
             await asyncio.gather(self._publishing, return_exceptions=True)
+        self._outbox(-self._outbox_depth)  # what is left is published by the next start, and counted there
         await self.flush_published()
 
     # -- commands, in batches ----------------------------------------------------------
@@ -137,6 +144,7 @@ class EngineService(SideCommands):
             envelope = CommandEnvelope.model_validate_json(body)
         except ValidationError as error:
             log.warning("malformed command dead-lettered: %s", error.errors()[:3])
+            _DEAD_COMMANDS.inc()
             raise PoisonMessage(str(error)) from error
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((envelope, future))  # no await before this: arrival order is kept
@@ -159,6 +167,7 @@ class EngineService(SideCommands):
                 if not isinstance(error, Exception):
                     raise
                 log.exception("a batch of %d commands failed", len(batch))
+                _ERROR_BATCH.inc()
 
     async def _run_batch(self, batch: list[tuple[CommandEnvelope, asyncio.Future]], attempt: int = 1, *,
                          check_seen: bool = False) -> None:
@@ -179,6 +188,7 @@ class EngineService(SideCommands):
             for env, future in batch:
                 if env.message_id in seen or self._recently_committed(env.message_id):
                     _settle(future)  # a command id seen before: acknowledged, not applied again
+                    ops.COMMANDS_DUPLICATE.inc()
                     continue
                 seen.add(env.message_id)
                 staged.games.add(env.game_id)
@@ -203,15 +213,21 @@ class EngineService(SideCommands):
                 return
             elif isinstance(error, Duplicate):
                 _settle(rest[0][1])
+                ops.COMMANDS_DUPLICATE.inc()
             elif isinstance(error, Conflict) and attempt < _CONFLICT_ATTEMPTS:
                 await self._run_batch(rest, attempt + 1, check_seen=True)  # another engine moved it: reload
             else:
-                _settle(rest[0][1], error=error)
+                _settle(rest[0][1], error=error)  # the bus delivers it again (and logs why)
+                _ERROR_COMMAND.inc()
             return
         self._remember_committed(request["message_id"] for request in staged.requests)
+        _count_outcomes(staged.requests)
         for arm in staged.deadlines.values():  # a game's last phase in the batch is the one that counts
             arm()
-        self._unpublished.append(([item for outgoing in results for item in outgoing], live))
+        committed = [item for outgoing in results for item in outgoing]
+        if committed:
+            self._outbox(len(committed))
+        self._unpublished.append((committed, live))
         if self._publishing is None or self._publishing.done():
             self._publishing = asyncio.create_task(self._publish_loop())
 
@@ -244,6 +260,7 @@ class EngineService(SideCommands):
                 await self.publish_pending(game_id)
         except Exception:
             log.warning("the outbox could not be published yet; retrying", exc_info=True)
+            _ERROR_PUBLISH.inc()
 
     def _recently_committed(self, message_id: str) -> bool:
         return message_id in self._recent or message_id in self._recent_old
@@ -275,15 +292,23 @@ class EngineService(SideCommands):
                 await self.bus.publish_events([i.envelope for i in items], channel, bodies=[i.body for i in items])
             except Unroutable as e:
                 log.warning("no %s subscriber: %s", channel, e)
+            else:
+                ops.events_published(channel).inc(len(items))
 
         results = await asyncio.gather(*(one(c, items) for c, items in by_channel.items()), return_exceptions=True)
         failed = next((r for r in results if isinstance(r, BaseException)), None)
         if failed is not None:
             self._dirty.update(item.envelope.game_id for item in outgoing)
             raise failed
+        if outgoing:
+            self._outbox(-len(outgoing))
         self._published.extend(item.id for item in outgoing)
         if len(self._published) >= 500:
             await self.flush_published()
+
+    def _outbox(self, change: int) -> None:
+        self._outbox_depth += change
+        _OUTBOX.inc(change)
 
     async def flush_published(self) -> None:
         """Mark published events in the outbox, in one statement for many commands. Waits for a flush
@@ -309,6 +334,7 @@ class EngineService(SideCommands):
                 raise
             except Exception:
                 log.exception("outbox upkeep failed; retrying")
+                _ERROR_OUTBOX.inc()
 
     async def _decide(self, env: CommandEnvelope) -> None:
         kind = env.command.type
@@ -442,6 +468,11 @@ class EngineService(SideCommands):
                 if game_id is not None:
                     self._dirty.discard(game_id)
                 return published
+            if game_id is None:  # the outbox gauge: the events of games the bus did not take were counted
+                # when committed; the others (a previous run's) are counted now
+                fresh = sum(1 for item in batch if item.envelope.game_id not in self._dirty)
+                if fresh:
+                    self._outbox(fresh)
             done = []
             for item in batch:
                 for channel in item.channels:
@@ -449,9 +480,38 @@ class EngineService(SideCommands):
                         await self.bus.publish_event(item.envelope, channel)
                     except Unroutable:
                         log.warning("no %s subscriber for %s", channel, item.envelope.message_id)
+                    else:
+                        ops.events_published(channel).inc()
                 done.append(item.id)
             await self.store.mark_published(done)
+            self._outbox(-len(done))
             published += len(done)
+
+
+_OUTBOX = ops.ENGINE_OUTBOX
+_DEAD_COMMANDS = ops.DEAD_MESSAGES.labels(service="engine", channel="commands")
+_ERROR_BATCH = ops.ERRORS.labels(service="engine", where="batch")
+_ERROR_COMMAND = ops.ERRORS.labels(service="engine", where="command")
+_ERROR_PUBLISH = ops.ERRORS.labels(service="engine", where="publish")
+_ERROR_OUTBOX = ops.ERRORS.labels(service="engine", where="outbox")
+
+
+def _count_outcomes(requests: list[dict]) -> None:
+    """A committed batch's commands in ``avalon_commands_total``: three increments per batch."""
+    rejected = ignored = 0
+    for request in requests:
+        outcome = request["outcome"]
+        if outcome == "rejected":
+            rejected += 1
+        elif outcome == "ignored":
+            ignored += 1
+    applied = len(requests) - rejected - ignored
+    if applied:
+        ops.COMMANDS_APPLIED.inc(applied)
+    if rejected:
+        ops.COMMANDS_REJECTED.inc(rejected)
+    if ignored:
+        ops.COMMANDS_IGNORED.inc(ignored)
 
 
 def _settle(future: asyncio.Future, error: BaseException | None = None) -> None:

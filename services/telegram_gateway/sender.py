@@ -6,6 +6,9 @@
 - plain announcements waiting for the same chat are merged into one message;
 - a 403 (the player blocked the bot or never started it) is reported to ``on_forbidden``
   and, like a message that still fails after every retry, to ``on_failure``: never silently lost.
+
+Operators' metrics (``shared.ops``): every call to the API, sent or failed; messages given up on
+(dead); the messages queued and not yet delivered (the queue's depth, in ``avalon_outbox_depth``).
 """
 
 from __future__ import annotations
@@ -27,8 +30,12 @@ from aiogram.exceptions import (
     TelegramServerError,
 )
 
+from shared import ops
+
 log = logging.getLogger(__name__)
 MAX_TEXT = 4096
+_DEAD = ops.DEAD_MESSAGES.labels(service="telegram", channel="telegram")
+_ERROR_SEND = ops.ERRORS.labels(service="telegram", where="send")
 
 
 @dataclass
@@ -66,6 +73,7 @@ class Sender:
         self._last_sent: dict[int, float] = {}
         self._group_window: dict[int, deque[float]] = {}
         self._global_window: deque[float] = deque()
+        self._queued = 0  # submitted, not yet delivered or given up on (the queue gauge's share of this sender)
 
     # -- public API ------------------------------------------------------------------
 
@@ -83,6 +91,8 @@ class Sender:
         for task in self._workers.values():
             task.cancel()
         await asyncio.gather(*self._workers.values(), return_exceptions=True)
+        ops.TELEGRAM_QUEUE.dec(self._queued)  # what was still waiting leaves with this sender
+        self._queued = 0
 
     # -- the queue per chat -------------------------------------------------------------
 
@@ -90,6 +100,8 @@ class Sender:
         job.chat_id = self.migrated.get(job.chat_id, job.chat_id)
         job.future = asyncio.get_running_loop().create_future()
         self._queues.setdefault(job.chat_id, deque()).append(job)
+        self._queued += 1
+        ops.TELEGRAM_QUEUE.inc()
         self._wakeups.setdefault(job.chat_id, asyncio.Event()).set()
         worker = self._workers.get(job.chat_id)
         if worker is None or worker.done():
@@ -100,17 +112,23 @@ class Sender:
         queue = self._queues[chat_id]
         while queue:
             job = queue.popleft()
+            jobs = 1
             if job.kind == "send" and job.markup is None:
                 merged = [job]  # merge plain announcements waiting for this chat
                 while queue and queue[0].kind == "send" and queue[0].markup is None and \
                         sum(len(j.text) + 2 for j in merged) + len(queue[0].text) < MAX_TEXT:
                     merged.append(queue.popleft())
                 if len(merged) > 1:
+                    jobs = len(merged)
                     job = _Job("send", chat_id, "\n\n".join(j.text for j in merged), None)
                     job.future = asyncio.get_running_loop().create_future()
                     for other in merged:
                         job.future.add_done_callback(_relay(other.future))
-            result = await self._deliver(job)
+            try:
+                result = await self._deliver(job)
+            finally:
+                self._queued -= jobs
+                ops.TELEGRAM_QUEUE.dec(jobs)
             if not job.future.done():
                 job.future.set_result(result)
 
@@ -120,31 +138,43 @@ class Sender:
             await self._wait_for_slot(job.chat_id)
             try:
                 if job.kind == "send":
-                    return await self.bot.send_message(job.chat_id, job.text, reply_markup=job.markup)
-                return await self.bot.edit_message_text(text=job.text, chat_id=job.chat_id,
-                                                        message_id=job.message_id, reply_markup=job.markup)
+                    sent = await self.bot.send_message(job.chat_id, job.text, reply_markup=job.markup)
+                else:
+                    sent = await self.bot.edit_message_text(text=job.text, chat_id=job.chat_id,
+                                                            message_id=job.message_id, reply_markup=job.markup)
+                ops.TELEGRAM_SENT.inc()
+                return sent
             except TelegramRetryAfter as error:
+                ops.TELEGRAM_FAILED.inc()
                 log.warning("429 for chat %s: waiting %s s", job.chat_id, error.retry_after)
                 await asyncio.sleep(error.retry_after)
             except TelegramMigrateToChat as error:
+                ops.TELEGRAM_FAILED.inc()
                 log.info("chat %s migrated to %s", job.chat_id, error.migrate_to_chat_id)
                 self.migrated[job.chat_id] = error.migrate_to_chat_id
                 if self.on_migrate is not None:
                     self.on_migrate(job.chat_id, error.migrate_to_chat_id)
                 job.chat_id = error.migrate_to_chat_id
             except TelegramForbiddenError:
+                ops.TELEGRAM_FAILED.inc()
+                _DEAD.inc()
                 if self.on_forbidden is not None:
                     await self.on_forbidden(job.chat_id)
                 return None
             except TelegramBadRequest as error:
                 if "not modified" in str(error):
+                    ops.TELEGRAM_SENT.inc()
                     return None  # the message already says this
+                ops.TELEGRAM_FAILED.inc()
+                _ERROR_SEND.inc()
                 log.error("bad request for chat %s: %s", job.chat_id, error)
                 break
             except (TelegramNetworkError, TelegramServerError, OSError) as error:
+                ops.TELEGRAM_FAILED.inc()
                 log.warning("delivery to %s failed (attempt %d): %s", job.chat_id, attempt + 1, error)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30)
+        _DEAD.inc()
         if self.on_failure is not None:
             await self.on_failure(job.chat_id, job.text)
         return None
