@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from services import demo
 from services.engine import main as engine_main
 from services.engine import simulate_cli
 
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="avalon", description="The Resistance: Avalon narrator")
     sub = parser.add_subparsers(dest="command", required=True)
     simulate_cli.add_parser(sub)
+    demo.add_parser(sub)
     engine_main.add_parsers(sub)
     p = sub.add_parser("schema", help="print the JSON Schema of every message on the bus")
     p.set_defaults(run=_schema)
