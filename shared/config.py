@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+
+from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -16,9 +19,28 @@ class Settings(BaseSettings):
     bus_prefix: str = "avalon"
     delivery_limit: int = 5
     log_level: str = "INFO"
+    #: where /healthz, /readyz and /metrics are served ("off": not at all)
+    ops_listen: str = "127.0.0.1:9100"
     telegram_bot_token: str | None = None
     telegram_api_url: str | None = None  # a custom Bot API server (self-hosted, or a test stand-in)
     #: Webhook mode instead of long polling: the public URL Telegram posts to, with a secret token.
     telegram_webhook_url: str | None = None
     telegram_webhook_secret: str | None = None
     telegram_webhook_listen: str = "0.0.0.0:8080"
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level == "WARN":
+            level = "WARNING"
+        if not isinstance(logging.getLevelName(level), int):
+            raise ValueError("expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+        return level
+
+    @field_validator("delivery_limit")
+    @classmethod
+    def _at_least_one(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("must be at least 1")
+        return value

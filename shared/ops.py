@@ -30,6 +30,7 @@ from prometheus_client import (
     Gauge,
     PlatformCollector,
     ProcessCollector,
+    disable_created_metrics,
     generate_latest,
 )
 
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 
 # -- the metrics -------------------------------------------------------------------------
 
+disable_created_metrics()  # no `*_created` twin of every counter: timestamps nobody graphs
 REGISTRY = CollectorRegistry()
 ProcessCollector(registry=REGISTRY)  # process_cpu_seconds_total, process_resident_memory_bytes, ...
 PlatformCollector(registry=REGISTRY)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
+import logging
+import signal
 
 #: gen0 after this many allocations (CPython's default is 700): a batch's short-lived objects (its
 #: envelopes, events, futures) die before a collection would see them, instead of being promoted
@@ -22,3 +26,42 @@ def settle_gc() -> None:
     gc.freeze()
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GEN0_THRESHOLD, gen1, gen2)
+
+
+def stop_on_signal() -> "asyncio.Event":
+    """Set on SIGINT/SIGTERM. Installed before anything starts, so a signal during start-up
+    still ends in a clean shutdown rather than the default abrupt exit."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+class StartupError(Exception):
+    """A service cannot start and waiting will not help (a bad setting, a refused login): the
+    command line prints the message as one line and exits non-zero."""
+
+
+async def retry(what: str, attempt, *, transient: tuple[type[BaseException], ...], log: logging.Logger,
+                first_delay: float = 0.5, max_delay: float = 30.0, on_wait=None):
+    """``await attempt()`` until it succeeds; a ``transient`` error logs one line and waits
+    (doubling, up to ``max_delay``) before the next try. Anything else propagates."""
+    delay = first_delay
+    while True:
+        try:
+            return await attempt()
+        except transient as error:
+            reason = one_line(error)
+            if on_wait is not None:
+                on_wait(reason)
+            log.warning("%s: %s; retrying in %.1f s", what, reason, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, max_delay)
+
+
+def one_line(error: BaseException) -> str:
+    """An error as a short line: its type and the first line of its message."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text and text[0] else type(error).__name__

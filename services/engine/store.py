@@ -16,7 +16,7 @@ from pathlib import Path
 from alembic import command as alembic_command
 from alembic.config import Config
 from sqlalchemy import event as sa_event
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
@@ -27,6 +27,8 @@ from .pg_batch import PgBatchWriter
 from .tables import EventRow, GameRow, PlayerRow, ProcessedCommand
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+#: PostgreSQL advisory lock held while migrating: services that start together do not race.
+MIGRATION_LOCK = 0x4A7A10
 
 
 KEEP = object()  # commit(deadline_at=KEEP): the open phase's deadline stays as it is
@@ -152,6 +154,8 @@ class Store:
             alembic_command.upgrade(config, "head")
 
         async with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":  # one migration at a time, whoever starts first
+                await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
             await conn.run_sync(upgrade)
 
     async def close(self) -> None:

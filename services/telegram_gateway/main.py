@@ -1,7 +1,6 @@
-"""Running the Telegram gateway: long polling against Telegram or a custom Bot API server.
-
-``avalon telegram`` runs it alone on RabbitMQ (compose); ``avalon run`` starts it in the
-embedded process when ``TELEGRAM_BOT_TOKEN`` is set."""
+"""Running the Telegram gateway: long polling against Telegram or a custom Bot API server, or a
+webhook. ``services/app.py`` starts it: alone on RabbitMQ (``avalon telegram``, compose) or in
+the embedded process when ``TELEGRAM_BOT_TOKEN`` is set (``avalon run``)."""
 
 from __future__ import annotations
 
@@ -12,10 +11,14 @@ from aiogram import Bot
 from aiogram.client.default import DefaultBotProperties
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
+from aiogram.exceptions import TelegramNetworkError, TelegramServerError, TelegramUnauthorizedError
+from aiogram.utils.token import TokenValidationError
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
 from aiohttp import web
 
 from shared.config import Settings
+from shared.ops import readiness
+from shared.runtime import StartupError, one_line, retry
 
 from .gateway import TelegramGateway
 
@@ -29,41 +32,102 @@ def make_bot(settings: Settings) -> Bot:
 
 
 WEBHOOK_PATH = "/telegram/webhook"
+#: What a Bot API that is not there (yet) looks like; anything else at start-up is reported.
+UNREACHABLE = (TelegramNetworkError, TelegramServerError, OSError, asyncio.TimeoutError)
 
 
 class TelegramRunner:
-    """Long polling by default; a webhook (with Telegram's secret token checked) when configured."""
+    """Long polling by default; a webhook (with Telegram's secret token checked) when configured.
 
-    def __init__(self, settings: Settings, bus) -> None:
+    ``start()`` tries the Bot API once; when Telegram cannot be reached (a network outage, a blocked
+    API host, a Bot API server still starting), it says so in one line and keeps trying in the
+    background with backoff, and the gateway starts as soon as it answers. A refused token is a
+    ``StartupError`` (raised, or handed to ``on_fatal`` once in the background)."""
+
+    def __init__(self, settings: Settings, bus, *, on_fatal=None) -> None:
         self.settings = settings
-        self.bot = make_bot(settings)
+        if settings.telegram_webhook_url and not settings.telegram_webhook_secret:
+            raise StartupError("TELEGRAM_WEBHOOK_SECRET is required with TELEGRAM_WEBHOOK_URL")
+        try:
+            self.bot = make_bot(settings)
+        except TokenValidationError:
+            raise StartupError("TELEGRAM_BOT_TOKEN is not a bot token (expected the form 123456:ABC-DEF..., "
+                               "as @BotFather gives it)") from None
         self.gateway = TelegramGateway(self.bot, bus, database_url=settings.database_url)
         self.dispatcher = self.gateway.dispatcher()
+        self.on_fatal = on_fatal
         self._polling: asyncio.Task | None = None
+        self._connecting: asyncio.Task | None = None
         self._web: web.AppRunner | None = None
+        readiness.register("telegram", reason="connecting to the Bot API")
+
+    @property
+    def api(self) -> str:
+        return self.settings.telegram_api_url or "https://api.telegram.org"
 
     async def start(self) -> None:
+        try:
+            me = await self.bot.get_me()
+        except TelegramUnauthorizedError:
+            raise self._refused() from None
+        except UNREACHABLE as error:
+            readiness.set_not_ready("telegram", one_line(error))
+            log.warning("Telegram Bot API at %s unreachable: %s; retrying in the background", self.api,
+                        one_line(error))
+            self._connecting = asyncio.create_task(self._connect_later())
+            return
+        await self._serve(me.username or "")
+
+    async def _connect_later(self) -> None:
+        try:
+            me = await retry(f"Telegram Bot API at {self.api} unreachable", self.bot.get_me, log=log,
+                             transient=UNREACHABLE, first_delay=1.0, max_delay=60.0,
+                             on_wait=lambda reason: readiness.set_not_ready("telegram", reason))
+            await self._serve(me.username or "")
+        except asyncio.CancelledError:
+            raise
+        except TelegramUnauthorizedError:
+            self._fatal(self._refused())
+        except Exception as error:  # noqa: BLE001 - reported as the process's end, not lost in a task
+            self._fatal(StartupError(f"the Telegram gateway could not start: {one_line(error)}"))
+
+    def _fatal(self, error: StartupError) -> None:
+        if self.on_fatal is None:
+            log.error("%s", error)
+        else:
+            self.on_fatal(error)
+
+    def _refused(self) -> StartupError:
+        return StartupError(f"Telegram ({self.api}) refused TELEGRAM_BOT_TOKEN (401 Unauthorized): "
+                            "copy the token from @BotFather again")
+
+    async def _serve(self, username: str) -> None:
+        self.gateway.bot_username = username
         await self.gateway.start()
         s = self.settings
         if not s.telegram_webhook_url:
             await self.bot.delete_webhook(drop_pending_updates=False)
             self._polling = asyncio.create_task(self.dispatcher.start_polling(self.bot, handle_signals=False))
-            return
-        if not s.telegram_webhook_secret:
-            raise SystemExit("TELEGRAM_WEBHOOK_SECRET is required with TELEGRAM_WEBHOOK_URL")
-        app = web.Application()
-        SimpleRequestHandler(dispatcher=self.dispatcher, bot=self.bot,
-                             secret_token=s.telegram_webhook_secret).register(app, path=WEBHOOK_PATH)
-        setup_application(app, self.dispatcher, bot=self.bot)
-        self._web = web.AppRunner(app)
-        await self._web.setup()
-        host, _, port = s.telegram_webhook_listen.rpartition(":")
-        await web.TCPSite(self._web, host or "0.0.0.0", int(port)).start()
-        await self.bot.set_webhook(s.telegram_webhook_url.rstrip("/") + WEBHOOK_PATH,
-                                   secret_token=s.telegram_webhook_secret,
-                                   allowed_updates=self.dispatcher.resolve_used_update_types())
+        else:
+            app = web.Application()
+            SimpleRequestHandler(dispatcher=self.dispatcher, bot=self.bot,
+                                 secret_token=s.telegram_webhook_secret).register(app, path=WEBHOOK_PATH)
+            setup_application(app, self.dispatcher, bot=self.bot)
+            self._web = web.AppRunner(app)
+            await self._web.setup()
+            host, _, port = s.telegram_webhook_listen.rpartition(":")
+            await web.TCPSite(self._web, host or "0.0.0.0", int(port)).start()
+            await self.bot.set_webhook(s.telegram_webhook_url.rstrip("/") + WEBHOOK_PATH,
+                                       secret_token=s.telegram_webhook_secret,
+                                       allowed_updates=self.dispatcher.resolve_used_update_types())
+        readiness.set_ready("telegram")
+        log.info("telegram gateway ready: @%s via %s (%s)", username, self.api,
+                 "webhook" if s.telegram_webhook_url else "long polling")
 
     async def stop(self) -> None:
+        if self._connecting is not None:
+            self._connecting.cancel()
+            await asyncio.gather(self._connecting, return_exceptions=True)
         if self._polling is not None:
             await self.dispatcher.stop_polling()
             self._polling.cancel()
@@ -72,24 +136,4 @@ class TelegramRunner:
             await self._web.cleanup()
         await self.gateway.close()
         await self.bot.session.close()
-
-
-async def run_telegram(settings: Settings) -> None:
-    from services.engine.main import stop_on_signal
-    from shared.bus.rabbit import RabbitBus
-    from shared.runtime import settle_gc
-
-    if not settings.telegram_bot_token:
-        raise SystemExit("avalon telegram: set TELEGRAM_BOT_TOKEN")
-    stop = stop_on_signal()
-    bus = RabbitBus(settings.amqp_url, prefix=settings.bus_prefix, delivery_limit=settings.delivery_limit)
-    await bus.start()
-    runner = TelegramRunner(settings, bus)
-    await runner.start()
-    log.info("telegram gateway ready")
-    settle_gc()
-    try:
-        await stop.wait()
-    finally:
-        await runner.stop()
-        await bus.close()
+        readiness.unregister("telegram")

@@ -460,7 +460,8 @@ class FakeTelegram:
 
     # ----------------------------------------------------------------------------- server lifecycle
 
-    async def start(self) -> FakeTelegram:
+    async def start(self, port: int = 0) -> FakeTelegram:
+        """Serve on 127.0.0.1: a free port, or ``port`` (a server that appears where a client waits)."""
         if self._runner is not None:
             return self
         self._closing = False
@@ -472,7 +473,7 @@ class FakeTelegram:
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", port))
         self._port = sock.getsockname()[1]
         await web.SockSite(self._runner, sock).start()
         return self

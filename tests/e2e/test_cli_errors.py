@@ -1,0 +1,210 @@
+"""What a host sees when something is wrong: one clear line and a non-zero exit, or a clean wait
+for a server that comes back by itself; never a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from shared.bus.rabbit import RabbitBus
+from tests.fakes.telegram_api import FakeTelegram
+from tests.integration.conftest import amqp_url, rabbit_prefix  # noqa: F401  (fixtures)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def env_for(tmp_path: Path, **settings: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TELEGRAM_BOT_TOKEN", "TELEGRAM_API_URL")}
+    env.update({"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'avalon.db'}", "OPS_LISTEN": "off",
+                "PYTHONPATH": str(ROOT)})
+    env.update(settings)
+    return env
+
+
+def avalon(tmp_path: Path, *args: str, **settings: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "services.cli", *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env=env_for(tmp_path, **settings))
+
+
+def one_error_line(done: subprocess.CompletedProcess, *words: str) -> str:
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("avalon: error:")]
+    assert len(errors) == 1, done.stderr
+    for word in words:
+        assert word in errors[0], errors[0]
+    return errors[0]
+
+
+class Running:
+    """A long-running avalon command, its log, and a signal to end it."""
+
+    def __init__(self, tmp_path: Path, *args: str, **settings: str) -> None:
+        self.log = tmp_path / f"{args[0]}.log"
+        self.out = self.log.open("w")
+        self.proc = subprocess.Popen([sys.executable, "-m", "services.cli", *args], cwd=tmp_path,
+                                     env=env_for(tmp_path, **settings), stdout=self.out, stderr=subprocess.STDOUT)
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def wait_for(self, needle: str, timeout: float = 60, count: int = 1) -> None:
+        deadline = time.monotonic() + timeout
+        while self.text().count(needle) < count:
+            assert self.proc.poll() is None, f"exited {self.proc.returncode}:\n{self.text()}"
+            assert time.monotonic() < deadline, f"no {needle!r} ({count}x) within {timeout} s:\n{self.text()}"
+            time.sleep(0.1)
+
+    def stop(self, sig=signal.SIGINT) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.out.close()
+
+
+def test_a_closed_pipe_ends_quietly_without_a_traceback(tmp_path):
+    done = subprocess.run(f"{sys.executable} -m services.cli schema | head -n 1", shell=True, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "{"
+    assert done.stderr == "", done.stderr
+
+
+@pytest.mark.parametrize("setting, value, words", [
+    ("LOG_LEVEL", "loud", ("LOG_LEVEL", "loud", "DEBUG")),
+    ("DELIVERY_LIMIT", "many", ("DELIVERY_LIMIT", "many")),
+    ("DELIVERY_LIMIT", "0", ("DELIVERY_LIMIT", "at least 1")),
+])
+def test_a_bad_setting_is_one_line_naming_it_and_exit_status_2(tmp_path, setting, value, words):
+    done = avalon(tmp_path, "run", **{setting: value})
+    assert done.returncode == 2
+    one_error_line(done, *words)
+
+
+def test_a_database_url_that_cannot_be_parsed_is_one_line(tmp_path):
+    done = avalon(tmp_path, "run", DATABASE_URL="not a url")
+    assert done.returncode == 1
+    one_error_line(done, "DATABASE_URL", "postgresql+asyncpg://")
+
+
+def test_a_database_that_refuses_the_login_is_one_line_without_the_password(tmp_path):
+    done = avalon(tmp_path, "engine", DATABASE_URL="postgresql+asyncpg://nobody:hunter2@127.0.0.1:5432/test")
+    assert done.returncode == 1
+    line = one_error_line(done, "nobody")
+    assert "hunter2" not in done.stderr + done.stdout and "127.0.0.1:5432" in line
+
+
+def test_a_bot_token_of_the_wrong_shape_is_one_line(tmp_path):
+    done = avalon(tmp_path, "run", TELEGRAM_BOT_TOKEN="not-a-token")
+    assert done.returncode == 1
+    one_error_line(done, "TELEGRAM_BOT_TOKEN")
+
+
+def test_avalon_telegram_without_a_token_says_how_to_configure_it(tmp_path):
+    done = avalon(tmp_path, "telegram")
+    assert done.returncode == 1
+    one_error_line(done, "TELEGRAM_BOT_TOKEN", "@BotFather")
+
+
+async def test_a_token_telegram_refuses_is_one_line_and_exit_1(tmp_path):
+    fake = await FakeTelegram().start()
+    try:
+        done = await asyncio.to_thread(avalon, tmp_path, "run", TELEGRAM_BOT_TOKEN="999:WRONG",
+                                       TELEGRAM_API_URL=fake.base_url)
+    finally:
+        await fake.stop()
+    assert done.returncode == 1
+    one_error_line(done, "refused TELEGRAM_BOT_TOKEN", "401")
+
+
+def test_avalon_run_without_a_channel_says_none_runs_and_how_to_add_one(tmp_path):
+    run = Running(tmp_path, "run")
+    try:
+        run.wait_for("to watch a game narrated")
+    finally:
+        assert run.stop(signal.SIGTERM) == 0, run.text()
+    text = run.text()
+    assert "no channel is running" in text and "TELEGRAM_BOT_TOKEN" in text, text
+    assert "Traceback" not in text
+
+
+def test_debug_logging_starts_and_stops_cleanly(tmp_path):
+    run = Running(tmp_path, "run", LOG_LEVEL="debug")
+    try:
+        run.wait_for("engine ready")
+    finally:
+        assert run.stop() == 0, run.text()[-3000:]
+    assert "Traceback" not in run.text()
+
+
+def test_the_engine_waits_for_an_absent_broker_and_ctrl_c_during_start_up_ends_in_one_line(tmp_path):
+    run = Running(tmp_path, "engine", AMQP_URL="amqp://guest:guest@127.0.0.1:1/")
+    try:
+        run.wait_for("RabbitMQ at amqp://127.0.0.1:1/ unreachable", count=2)
+    finally:
+        code = run.stop()
+    text = run.text()
+    assert code == 130, text
+    assert "Traceback" not in text and "interrupted during start-up" in text, text
+    assert "guest:guest" not in text, "no password in the log"
+    retries = [line for line in text.splitlines() if "unreachable" in line]
+    assert all("retrying in" in line for line in retries) and len(text.splitlines()) <= len(retries) + 4, text
+
+
+def test_ctrl_c_during_simulate_ends_in_one_line(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "services.cli", "simulate", "--players", "7", "--games",
+                             "10000000"], cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert err.strip() == "avalon: interrupted", err
+
+
+async def test_the_telegram_gateway_waits_for_an_absent_bot_api_and_plays_once_it_appears(tmp_path, amqp_url,
+                                                                                          rabbit_prefix):
+    from tests.integration.conftest import require_rabbitmq
+
+    await require_rabbitmq(amqp_url)
+    with socket.socket() as probe:  # a port where nothing listens yet
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    fake = FakeTelegram()
+    settings = dict(TELEGRAM_BOT_TOKEN=fake.token, TELEGRAM_API_URL=f"http://127.0.0.1:{port}",
+                    AMQP_URL=amqp_url, BUS_PREFIX=rabbit_prefix)
+    engine = Running(tmp_path, "engine", AMQP_URL=amqp_url, BUS_PREFIX=rabbit_prefix)
+    gateway = Running(tmp_path, "telegram", **settings)
+    try:
+        await asyncio.to_thread(gateway.wait_for, "unreachable", 60, 3)
+        assert gateway.proc.poll() is None, "the gateway stays up while Telegram is away"
+        assert "Traceback" not in gateway.text()
+        await fake.start(port=port)
+        await asyncio.to_thread(gateway.wait_for, "telegram gateway ready", 90)
+        await asyncio.to_thread(engine.wait_for, "engine ready", 60)
+        ann = fake.user(1, "Ann")
+        group = fake.group(-7, "Camelot", members=[ann])
+        await ann.start_private()
+        await ann.send(group, "/newgame")
+        await fake.wait_for_message(group, "A new game", timeout=30)
+    finally:
+        codes = gateway.stop(), engine.stop()
+        await fake.stop()
+        bus = RabbitBus(amqp_url, prefix=rabbit_prefix)
+        await bus.start()
+        await bus.delete_everything("telegram")
+        await bus.close()
+    assert codes == (0, 0), gateway.text()[-3000:]
+    lines = [line for line in gateway.text().splitlines() if "unreachable" in line]
+    assert lines and all(line.count("\n") == 0 and "retrying" in line for line in lines)
+    assert "Traceback" not in gateway.text()

@@ -1,0 +1,88 @@
+"""The package as a host installs it: `pip install .` (not editable) into a fresh virtual
+environment, run from a folder with no source beside it. Everything the program reads at run
+time (templates, glossaries, the migrations) must come from the installed package: an image
+built from the Dockerfile is exactly this install."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SKIP = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", "*.db", ".env",
+                              "tests", "bench", ".pytest_cache")
+
+pytestmark = pytest.mark.slow
+
+RENDER = """
+import json, pathlib, shared.narration.render as r
+from shared.narration.render import LOCALES, Narrator, Recipient, Context, glossary
+from shared.protocol import EventEnvelope
+envelope = EventEnvelope.model_validate({"message_id": "g:1", "game_id": "g", "seq": 1,
+    "occurred_at": "2026-01-01T20:00:00Z", "audience": {"kind": "public"},
+    "event": {"type": "player_joined", "player": "test:1"}})
+texts = {l: Narrator().render(envelope, Recipient(None, (l,)), "telegram", Context({"test:1": "Ann"})).text
+         for l in LOCALES}
+root = pathlib.Path(r.ROOT)
+print(json.dumps({"root": str(root), "texts": texts, "templates": len(list(root.rglob("*.html"))),
+                  "glossaries": len(list(root.rglob("glossary.toml")))}))
+"""
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    scratch = tmp_path_factory.mktemp("installed")
+    source = scratch / "source"
+    shutil.copytree(ROOT, source, ignore=SKIP)
+    env_dir = scratch / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(source)],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    shutil.rmtree(source)  # nothing of the checkout is left to fall back on
+    work = scratch / "work"
+    work.mkdir()
+    return python, work
+
+
+def run(installed, *args: str, **kw) -> subprocess.CompletedProcess:
+    python, work = installed
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DATABASE_URL")}
+    return subprocess.run([str(python), *args], cwd=work, env=env, capture_output=True, text=True, timeout=300,
+                          **kw)
+
+
+def test_the_installed_package_carries_every_template_and_glossary_and_renders_in_six_languages(installed):
+    import json
+
+    out = run(installed, "-c", RENDER)
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout)
+    assert "site-packages" in found["root"] and not found["root"].startswith(str(ROOT)), found["root"]
+    ours = ROOT / "shared" / "narration" / "locales"
+    assert found["templates"] == len(list(ours.rglob("*.html"))) and found["glossaries"] == 6, found
+    for locale, text in found["texts"].items():
+        assert "Ann" in text, (locale, text)
+    assert len(set(found["texts"].values())) == 6, "each language says it in its own words"
+
+
+def test_the_installed_avalon_plays_a_whole_game_and_migrates_a_database(installed):
+    python, work = installed
+    avalon = str(python.parent / "avalon")
+    demo = subprocess.run([avalon, "demo", "--players", "5", "--lang", "fr", "--seed", "3"], cwd=work,
+                          capture_output=True, text=True, timeout=300)
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    assert "[group]" in demo.stdout and "private]" in demo.stdout
+    assert "🏁" in demo.stdout and " gagne" in demo.stdout, demo.stdout[-1500:]  # the game ended, in French
+    env = {**os.environ, "DATABASE_URL": f"sqlite+aiosqlite:///{work / 'a.db'}"}
+    migrated = subprocess.run([avalon, "migrate"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert migrated.returncode == 0, migrated.stderr[-3000:]
+    assert (work / "a.db").exists()
+    assert sys.version_info >= (3, 11)
