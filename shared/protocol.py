@@ -8,7 +8,10 @@ protocol cannot drift from the engine. Two envelopes carry them:
   ``message_id`` makes handling idempotent; ``phase_id`` is the phase the
   actor saw, so a stale button press is refused instead of applied later.
 - ``EventEnvelope``: the engine tells what happened, with its audience and a
-  per-game sequence number ``seq`` (one ordered stream per game).
+  per-game sequence number ``seq`` (one ordered stream per game). ``readers``
+  says who reads it (for a public event: the game's players at that moment), and
+  ``people`` names them (``Person``) on the events that change who is at the table,
+  so a gateway can name a player of another channel.
 
 ``avalon schema`` prints the JSON Schema of both.
 """
@@ -222,6 +225,16 @@ class AudienceModel(BaseModel):
     players: tuple[str, ...] = ()
 
 
+class Person(BaseModel):
+    """What the engine knows of a player (from ``update_profile``): how to name them, in which
+    language and time zone. Null where they never said."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    display_name: str | None = None
+    language: str | None = None
+    time_zone: str | None = None
+
+
 class EventEnvelope(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -233,6 +246,13 @@ class EventEnvelope(BaseModel):
     audience: AudienceModel
     caused_by: str | None = None  # the command's message_id
     deadline_at: datetime | None = None  # with phase_opened: when the phase times out
+    #: every player who reads it: a public event's are the game's players at that moment (with the one
+    #: who left, for player_left; the host, for lobby_opened), a private event's its audience; empty for
+    #: a reply outside the game's stream (seq 0), whose audience says it
+    readers: tuple[str, ...] = ()
+    #: reader -> what the engine knows of them, on lobby_opened, player_joined, player_left and
+    #: game_started (every reader) and profile_updated (that person); empty on the others
+    people: dict[str, Person] = Field(default_factory=dict)
     event: EventBody
 
 

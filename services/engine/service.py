@@ -38,6 +38,7 @@ from shared.protocol import (
     CommandRejected,
     EventEnvelope,
     INTERNAL_EVENTS,
+    Person,
     audience_model,
     event_body,
     to_core_command,
@@ -56,7 +57,7 @@ from services.engine.rules.errors import Rejection
 
 from .deadlines import DeadlineScheduler
 from .routing import ROUTED as _ROUTED
-from .routing import channels_of, choices_for
+from .routing import SEATING_COMMANDS, SEATING_EVENTS, channels_of, choices_for, person_of, readers_of
 from .side_commands import SideCommands
 from .store import KEEP, Conflict, Duplicate, LoadedGame, Outgoing, Store
 
@@ -91,7 +92,11 @@ class EngineService(SideCommands):
         self.prefetch = prefetch  # commands in flight: what the next batch can take
         self.max_batch = max_batch
         self._extra_channels: dict[str, set[str]] = {}
-        self._routes: dict[tuple, tuple[str, ...]] = {}  # (origin, people) -> channels; cleared by a profile
+        self._routes: dict[tuple, tuple[str, ...]] = {}  # (origin, readers) -> channels; cleared by a profile
+        #: player -> what the players table says of them, for the events that change who is at the table:
+        #: looked up once per batch for the players of its games that may change (one query), kept up to
+        #: date by this engine's update_profile
+        self._persons: dict[str, Person] = {}
         self._published: list[int] = []  # published, not yet marked in the outbox
         self._marking = asyncio.Lock()  # a flush returns only once every id published before it is marked
         self._dirty: set[str] = set()  # games with events the bus did not take
@@ -185,6 +190,7 @@ class EngineService(SideCommands):
                 for game_id, loaded in (await self.store.load_many(uncached)).items():
                     self._remember(game_id, loaded)
                 staged.absent = uncached - self._cache.keys()
+            await self._look_up_people(batch)
             for env, future in batch:
                 if env.message_id in seen or self._recently_committed(env.message_id):
                     _settle(future)  # a command id seen before: acknowledged, not applied again
@@ -378,19 +384,22 @@ class EngineService(SideCommands):
             if isinstance(event, core_events.PhaseOpened):
                 deadline = now + timedelta(seconds=event.timeout_seconds) if event.timeout_seconds else None
                 deadline_at = deadline
+            readers = readers_of(event, state.players)
             envelope = EventEnvelope(
                 message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=now,
                 audience=audience_model(event.audience), caused_by=env.message_id, deadline_at=deadline,
+                readers=readers, people=await self._people(readers) if isinstance(event, SEATING_EVENTS) else {},
                 event=event_body(event))
-            envelopes.append((envelope, self._channels(envelope, state, loaded.origin_channel)))
+            envelopes.append((envelope, self._channels(envelope, loaded.origin_channel)))
         if any(isinstance(e, (core_events.PhaseOpened, core_events.ShotHanded)) for e in result.events):
             for player in pending_players(state):  # each actor's buttons, privately
                 seq += 1
+                audience = audience_model(Audience.to(player))
                 envelope = EventEnvelope(
                     message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=now,
-                    audience=audience_model(Audience.to(player)), caused_by=env.message_id,
+                    audience=audience, caused_by=env.message_id, readers=audience.players,
                     event=choices_for(state, player))
-                envelopes.append((envelope, self._channels(envelope, state, loaded.origin_channel)))
+                envelopes.append((envelope, self._channels(envelope, loaded.origin_channel)))
         if state.over:
             deadline_at = None
         await self._commit(
@@ -440,13 +449,11 @@ class EngineService(SideCommands):
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
-    def _channels(self, envelope: EventEnvelope, state, origin: str) -> tuple[str, ...]:
+    def _channels(self, envelope: EventEnvelope, origin: str) -> tuple[str, ...]:
+        """The channels of a game's event: those of its readers (and a public event's game's origin)."""
         if envelope.event.type in INTERNAL_EVENTS or envelope.audience.kind is AudienceKind.NOBODY:
             return ()
-        if envelope.audience.kind is AudienceKind.PUBLIC:
-            key = (origin, state.players)
-        else:
-            key = (None, envelope.audience.players)
+        key = (origin if envelope.audience.kind is AudienceKind.PUBLIC else None, envelope.readers)
         channels = self._routes.get(key)
         if channels is None:
             found = {key[0]} if key[0] else set()
@@ -457,6 +464,37 @@ class EngineService(SideCommands):
                 self._routes.clear()
             self._routes[key] = channels
         return channels
+
+    async def _look_up_people(self, batch: list[tuple[CommandEnvelope, asyncio.Future]]) -> None:
+        """One query for the people a batch's seating commands may name that are not known yet."""
+        wanted: set[str] = set()
+        for env, _ in batch:
+            if env.command.type in SEATING_COMMANDS:
+                wanted.add(env.actor)
+                loaded = self._cache.get(env.game_id)
+                if loaded is not None:
+                    wanted.update(loaded.state.players)
+        if not wanted:
+            return
+        if len(self._persons) > 100_000:  # bounded: a long-running engine sees many players
+            self._persons.clear()
+        missing = wanted - self._persons.keys()
+        if missing:
+            await self._learn_people(missing)
+
+    async def _learn_people(self, players) -> None:
+        rows = await self.store.players(list(players))
+        for player in players:
+            self._persons[player] = person_of(rows.get(player))
+
+    async def _people(self, readers: tuple[str, ...]) -> dict[str, Person]:
+        """What the engine knows of each reader (looked up for the batch already, but for the rare one
+        that was not)."""
+        persons = self._persons
+        missing = [p for p in readers if p not in persons]
+        if missing:
+            await self._learn_people(missing)
+        return {p: persons[p] for p in readers}
 
     async def publish_pending(self, game_id: str | None = None) -> int:
         """Publish what the outbox holds, in order; returns how many were published."""

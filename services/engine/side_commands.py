@@ -16,12 +16,12 @@ from services.engine.rules import Audience, pending_players, view
 from services.engine.rules import events as core_events
 
 from .routing import ROUTED as _ROUTED
-from .routing import channels_of
+from .routing import channels_of, person_of
 from .store import LoadedGame
 
 
 class SideCommands:
-    """Mixed into EngineService: uses its _commit, _channels, _remember, _reply_rejected and store."""
+    """Mixed into EngineService: uses its _commit, _channels, _remember, _reply_rejected, _persons and store."""
 
     async def _show_board(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
         if loaded is None:
@@ -51,10 +51,11 @@ class SideCommands:
                              waiting_for=pending_players(state))
         envelope = EventEnvelope(
             message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=utcnow(),
-            audience=audience_model(core_events.PUBLIC), caused_by=env.message_id, event=body)
+            audience=audience_model(core_events.PUBLIC), caused_by=env.message_id, readers=state.players,
+            event=body)
         await self._commit(
             game_id=env.game_id, message_id=env.message_id, outcome="accepted",
-            events=[(envelope, self._channels(envelope, state, loaded.origin_channel))], state=state,
+            events=[(envelope, self._channels(envelope, loaded.origin_channel))], state=state,
             expected_version=loaded.version)
         self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel, loaded.deadline_at))
 
@@ -70,10 +71,12 @@ class SideCommands:
             extra.add("email")
         self._extra_channels[env.actor] = extra
         self._routes.clear()
+        person = self._persons[env.actor] = person_of(row)  # named so in this game's and later batches' events
         body = ProfileUpdated(player=env.actor, display_name=row.display_name, language=row.language)
         envelope = EventEnvelope(
             message_id=f"profile:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
-            audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
+            audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id,
+            people={env.actor: person}, event=body)
         channels = tuple(sorted((channels_of(env.actor) | extra) & _ROUTED))
         await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
                                 events=[(envelope, channels)])

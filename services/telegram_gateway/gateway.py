@@ -13,7 +13,7 @@ from aiogram import Bot, Dispatcher
 from aiogram.types import InlineKeyboardMarkup
 
 from shared.bus import Bus
-from shared.narration.render import Context, Narrator, Recipient, reasons
+from shared.narration.render import LOCALES, Context, Narrator, Recipient, reasons
 from shared.protocol import CommandEnvelope, EventEnvelope
 
 from . import ids
@@ -30,6 +30,8 @@ class TelegramGateway:
         self.bus = bus
         self.narrator = Narrator()
         self.memory = Memory()
+        self._profiles_sent: dict[str, tuple[str, str | None]] = {}  # player -> (name, language) the engine has
+        self._profiles_due: dict[str, tuple[str, str | None]] = {}  # player -> what to send before their command
         self.bot_username = bot_username
         self.sender = Sender(bot, limits, on_forbidden=self._forbidden, on_failure=self._failed,
                              on_migrate=self.migrated)
@@ -69,6 +71,7 @@ class TelegramGateway:
     # -- commands -----------------------------------------------------------------------
 
     async def command(self, game: str, actor: str, body: dict[str, Any], phase_id: int | None = None) -> str:
+        await self._send_profile(actor)
         envelope = CommandEnvelope(game_id=game, actor=actor, channel="telegram", phase_id=phase_id, command=body)
         await self.bus.send_command(envelope)
         return envelope.message_id
@@ -79,7 +82,33 @@ class TelegramGateway:
         self.memory.names[player] = name
         if user.language_code and player not in self.memory.languages:
             self.memory.languages[player] = user.language_code.split("-")[0]
+        self._profile_due(player, user)
         return player
+
+    def _profile_due(self, player: str, user) -> None:
+        """When the name or language known of ``player`` is not what the engine was last sent, the
+        next command of theirs is preceded by an ``update_profile`` (same bus, same queue: the
+        engine names them in that command's events, and in every channel)."""
+        language = self.memory.languages.get(player)
+        profile = ((user.first_name or self.memory.names[player])[:64], language if language in LOCALES else None)
+        if self._profiles_sent.get(player) != profile:
+            self._profiles_due[player] = profile
+        else:
+            self._profiles_due.pop(player, None)
+
+    async def _send_profile(self, player: str) -> None:
+        profile = self._profiles_due.pop(player, None)
+        if profile is None:
+            return
+        name, language = profile
+        envelope = CommandEnvelope(game_id=f"profile:{player}", actor=player, channel="telegram",
+                                   command={"type": "update_profile", "display_name": name, "language": language})
+        try:
+            await self.bus.send_command(envelope)
+        except BaseException:
+            self._profiles_due.setdefault(player, profile)  # sent with their next command, then
+            raise
+        self._profiles_sent[player] = profile
 
     # -- words --------------------------------------------------------------------------
 

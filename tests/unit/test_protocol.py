@@ -17,6 +17,7 @@ from shared.protocol import (
     INTERNAL_EVENTS,
     CommandEnvelope,
     EventEnvelope,
+    Person,
     event_body,
     from_core_command,
     to_core_command,
@@ -78,3 +79,39 @@ def test_a_command_round_trips_through_json_to_the_same_core_command():
 def test_malformed_commands_are_refused_by_the_schema(bad):
     with pytest.raises(ValidationError):
         CommandEnvelope.model_validate(bad)
+
+
+OLD_EVENT = {"v": 1, "message_id": "g:2", "game_id": "g", "seq": 2, "occurred_at": "2026-01-01T00:00:00Z",
+             "audience": {"kind": "public"}, "event": {"type": "player_joined", "player": "tg:1"}}
+
+
+def test_an_event_of_an_older_engine_without_readers_or_people_still_reads():
+    envelope = EventEnvelope.model_validate(OLD_EVENT)
+    assert envelope.readers == () and envelope.people == {}
+
+
+def test_readers_and_people_round_trip_and_nothing_unknown_is_accepted_in_them():
+    wire = {**OLD_EVENT, "readers": ["tg:1", "mail:ann@example.org"],
+            "people": {"mail:ann@example.org": {"display_name": "Ann", "language": "en", "time_zone": "Europe/Paris"},
+                       "tg:1": {}}}
+    envelope = EventEnvelope.model_validate(wire)
+    assert envelope.people["mail:ann@example.org"] == Person(display_name="Ann", language="en",
+                                                              time_zone="Europe/Paris")
+    assert envelope.people["tg:1"] == Person()
+    assert EventEnvelope.model_validate_json(envelope.model_dump_json()) == envelope
+    with pytest.raises(ValidationError):
+        EventEnvelope.model_validate({**wire, "people": {"tg:1": {"nickname": "x"}}})
+    with pytest.raises(ValidationError):
+        EventEnvelope.model_validate({**wire, "listeners": []})
+
+
+def test_avalon_schema_shows_who_reads_an_event_and_how_each_reader_is_named():
+    out = subprocess.run([sys.executable, "-m", "services.cli", "schema"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    event = json.loads(out)["event"]
+    assert {"readers", "people"} <= set(event["properties"]) and not {"readers", "people"} & set(
+        event.get("required", []))
+    assert set(event["$defs"]["Person"]["properties"]) == {"display_name", "language", "time_zone"}
+    doc = (ROOT / "docs" / "protocol.md").read_text()
+    for name in ("`readers`", "`people`", "### A mixed game"):
+        assert name in doc, f"{name} is not documented"
