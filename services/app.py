@@ -87,8 +87,13 @@ async def start_bus(settings: Settings, embedded: bool):
     if embedded:
         from shared.bus import InProcessBus
 
-        bus = InProcessBus(delivery_limit=settings.delivery_limit)
-        await bus.start()
+        store = open_store(settings.database_url)  # the bus's inbox is in the engine's database: its schema first
+        try:
+            await migrate(store, settings.database_url)
+        finally:
+            await store.close()
+        bus = InProcessBus(delivery_limit=settings.delivery_limit, inbox_url=settings.database_url)
+        await bus.start()  # what a killed run left in the inbox is delivered before anything new
         readiness.register("bus", ready=True)
         return bus
     import aiormq.exceptions

@@ -76,3 +76,15 @@ class GatewayStateRow(SQLModel, table=True):
     key: str = Field(primary_key=True, max_length=100)
     blob: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     updated_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class InboxRow(SQLModel, table=True):
+    """The in-process bus's durable inbox (``shared/bus/inbox.py``, which reads it with Core): commands
+    committed before their senders were told, not yet handled by the engine."""
+
+    __tablename__ = "inbox"
+
+    message_id: str = Field(primary_key=True, max_length=200)
+    seq: int = Field(sa_column=Column(BigInteger, nullable=False, index=True))  # the order they were sent in
+    body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # the command envelope's JSON
+    received_at: datetime = Field(sa_type=DateTime(timezone=True))

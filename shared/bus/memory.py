@@ -1,4 +1,12 @@
-"""The in-process bus: the embedded default's and the unit tests' transport."""
+"""The in-process bus: the embedded default's and the unit tests' transport.
+
+Without ``inbox_url`` commands live in memory only (unit tests). With it (the embedded default,
+``avalon run``) every command is committed to the database's ``inbox`` table before
+``send_command`` returns, deleted once the handler has returned (or it was dead-lettered), and
+what a killed process left there is delivered again by ``start()``, in the order it was sent,
+before anything new (``shared.bus.inbox``). Either way the semantics are ``RabbitBus``'s: a
+command handed to the bus is delivered until its handler returns, or dead-lettered.
+"""
 
 from __future__ import annotations
 
@@ -8,51 +16,81 @@ import logging
 from shared.protocol import CommandEnvelope, EventEnvelope
 
 from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key, topic_matches
+from .inbox import Inbox
 
 log = logging.getLogger(__name__)
 
 
 class InProcessBus:
-    def __init__(self, *, delivery_limit: int = 5) -> None:
+    def __init__(self, *, delivery_limit: int = 5, inbox_url: str | None = None) -> None:
         self.delivery_limit = delivery_limit
-        self._commands: asyncio.Queue[tuple[bytes, int]] = asyncio.Queue()
+        #: (body, attempts, the inbox row's key or None)
+        self._commands: asyncio.Queue[tuple[bytes, int, str | None]] = asyncio.Queue()
+        self.inbox = Inbox(inbox_url) if inbox_url else None
+        self._opened = False
         self._dead: list[bytes] = []
         self._subscriptions: dict[str, tuple[str, EventHandler, asyncio.Queue]] = {}
         self._tasks: list[asyncio.Task] = []
 
     async def start(self) -> None:
-        return None
+        """With an inbox: open it, and queue what an earlier run left there before anything new."""
+        if self.inbox is None or self._opened:
+            return
+        left = await self.inbox.open(self._stored)
+        self._opened = True
+        for key, body in left:
+            self._commands.put_nowait((body, 0, key))
+        if left:
+            log.info("%d commands left in the inbox by the last run are delivered again", len(left))
 
     async def close(self) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        if self.inbox is not None and self._opened:
+            self._opened = False
+            await self.inbox.close()  # the handled commands' rows go; the others wait for the next start
 
     async def send_command(self, envelope: CommandEnvelope) -> None:
         await self.send_raw_command(envelope.model_dump_json().encode())
 
     async def send_raw_command(self, body: bytes) -> None:
-        await self._commands.put((body, 0))
+        """Returns once the command is queued; with an inbox, once it is committed there."""
+        if self.inbox is None:
+            await self._commands.put((body, 0, None))
+        else:
+            await self.inbox.put(body)  # queued by _stored, in the order committed
+
+    def _stored(self, key: str, body: bytes) -> None:
+        self._commands.put_nowait((body, 0, key))
+
+    def _settled(self, key: str | None) -> None:
+        if key is not None and self.inbox is not None:
+            self.inbox.done(key)
 
     async def consume_commands(self, handler: CommandHandler, *, prefetch: int = 64) -> None:
         self._tasks.append(asyncio.create_task(self._consume(handler)))
 
     async def _consume(self, handler: CommandHandler) -> None:
         while True:
-            body, attempts = await self._commands.get()
+            body, attempts, key = await self._commands.get()
             try:
                 await handler(body)
             except PoisonMessage:
                 self._dead.append(body)
+                self._settled(key)
             except asyncio.CancelledError:
-                raise
+                raise  # closing: the command stays in the inbox, for the next start
             except Exception:  # transient: deliver again, up to the limit
                 log.exception("command handler failed (attempt %d)", attempts + 1)
                 if attempts + 1 >= self.delivery_limit:
                     self._dead.append(body)
+                    self._settled(key)
                 else:
-                    await self._commands.put((body, attempts + 1))
+                    await self._commands.put((body, attempts + 1, key))
+            else:
+                self._settled(key)  # acknowledged: the handler returned
 
     async def publish_event(self, envelope: EventEnvelope, channel: str) -> None:
         key = routing_key(channel, envelope.audience.kind.value, envelope.game_id)
