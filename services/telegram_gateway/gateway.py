@@ -118,9 +118,17 @@ class TelegramGateway:
             return (group,)
         return (self.memory.languages.get(player, group), group)
 
+    @property
+    def _rendered(self) -> dict[str, tuple[str, GameMemo]]:
+        """Player -> (the text ``render`` last drew for them, its game), for ``to_player``."""
+        return self.__dict__.setdefault("_rendered_for", {})
+
     def render(self, envelope: EventEnvelope, reader: str | None, memo: GameMemo | None) -> str:
         recipient = Recipient(reader, self.language_of(reader, memo))
-        return self.narrator.render(envelope, recipient, "telegram", Context(self.memory.names)).html
+        html = self.narrator.render(envelope, recipient, "telegram", Context(self.memory.names)).html
+        if reader is not None and memo is not None:  # to_player(reader, html) then knows its game
+            self._rendered[reader] = (html, memo)
+        return html
 
     def reason(self, reader: str | None, memo: GameMemo | None, reason: str, **params: Any) -> str:
         """A rejection sentence for an alert, in the reader's language (plain text)."""
@@ -150,11 +158,36 @@ class TelegramGateway:
     async def to_group(self, memo: GameMemo, text: str, markup: InlineKeyboardMarkup | None = None):
         return await self.sender.send(memo.chat_id, text, markup)
 
-    async def to_player(self, player: str, text: str, markup: InlineKeyboardMarkup | None = None):
+    async def to_player(self, player: str, text: str, markup: InlineKeyboardMarkup | None = None,
+                        memo: GameMemo | None = None):
+        """A private message about game ``memo``: headed by the game's name when the player is in
+        more than one open game. Without ``memo``, the game is the one ``render`` drew this very
+        text for, for this player (``to_player(p, gw.render(envelope, p, memo))``)."""
         user = ids.user_id(player)
+        rendered = self._rendered.pop(player, None)
+        if memo is None and rendered is not None and rendered[0] == text:
+            memo = rendered[1]
         if user is None:
             return None
-        return await self.sender.send(user, text, markup)
+        return await self.sender.send(user, self.private_text(player, text, memo), markup)
+
+    def private_text(self, player: str, text: str, memo: GameMemo | None = None) -> str:
+        """What a player reads in private about game ``memo``: ``text``, under a line naming the
+        game (the group's title, else the game's code) when the player is in more than one open
+        game, so two role cards side by side say which game each belongs to."""
+        if memo is None:
+            return text
+        open_games = {m.game_id for m in self.memory.games_of(player)} | {memo.game_id}
+        if len(open_games) < 2:
+            return text
+        return self.ui(memo, player, "game_header", title=memo.title or memo.game_id) + "\n" + text
+
+    async def answer(self, message, text: str, markup: InlineKeyboardMarkup | None = None, *,
+                     reply: bool = False):
+        """A message in the chat ``message`` came from (a reply to it with ``reply``), through the
+        Sender's paced, retrying queue like every other message."""
+        return await self.sender.send(message.chat.id, text, markup,
+                                      reply_to=message.message_id if reply else None)
 
     async def _forbidden(self, chat_id: int) -> None:
         player = ids.player_id(chat_id)

@@ -1,9 +1,13 @@
 """Outbound delivery: a queue per chat within Telegram's limits, and nothing dropped silently.
 
 - about 1 message a second per chat, 20 a minute per group, 30 a second in all (configurable);
-- a 429 (``TelegramRetryAfter``) waits as told and tries again; a group migrated to a
-  supergroup is followed to its new id; network errors are retried with backoff;
-- plain announcements waiting for the same chat are merged into one message;
+- a 429 (``TelegramRetryAfter``) pauses that chat until its ``retry_after`` has passed: no send
+  or edit to it goes before (the pause is remembered by the pacing, not only by the job that got
+  it); 429s for two chats at once are taken as the bot's global limit and pause every chat;
+  then the message is tried again (429s do not use up its retries). The pause holds back, and
+  is learnt from, every call through the bot (a request middleware), not only the Sender's own;
+- a group migrated to a supergroup is followed to its new id; network errors are retried with backoff;
+- plain announcements waiting for the same chat are merged into one message (not replies);
 - a 403 (the player blocked the bot or never started it) is reported to ``on_forbidden``
   and, like a message that still fails after every retry, to ``on_failure``: never silently lost.
 
@@ -29,6 +33,7 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramServerError,
 )
+from aiogram.types import ReplyParameters
 
 from shared import ops
 
@@ -38,22 +43,32 @@ _DEAD = ops.DEAD_MESSAGES.labels(service="telegram", channel="telegram")
 _ERROR_SEND = ops.ERRORS.labels(service="telegram", where="send")
 
 
+#: The Bot API methods Telegram's flood control counts: what a 429's pause holds back.
+FLOOD_COUNTED = {
+    "SendMessage", "EditMessageText", "EditMessageReplyMarkup", "EditMessageCaption", "EditMessageMedia",
+    "SendPhoto", "SendDocument", "SendAnimation", "SendAudio", "SendVideo", "SendVoice", "SendSticker",
+    "SendPoll", "SendDice", "SendMediaGroup", "SendLocation", "SendContact", "CopyMessage", "ForwardMessage",
+}
+
+
 @dataclass
 class Limits:
     per_chat_interval: float = 1.0
     group_per_minute: int = 20
     global_per_second: int = 30
     retries: int = 6
+    flood_retries: int = 50  # 429s a message may meet before it is given up on
 
 
 @dataclass
 class _Job:
     kind: str  # send | edit
     chat_id: int
-    text: str
+    text: str | None  # None: an edit of the buttons only
     markup: Any = None
     message_id: int | None = None
     future: asyncio.Future = field(default=None)  # type: ignore[assignment]
+    reply_to: int | None = None  # a send that answers this message (of the same chat)
 
 
 class Sender:
@@ -73,24 +88,35 @@ class Sender:
         self._last_sent: dict[int, float] = {}
         self._group_window: dict[int, deque[float]] = {}
         self._global_window: deque[float] = deque()
+        self._paused_until: dict[int, float] = {}  # chat -> when its latest 429's retry_after has passed
+        self._all_paused_until = 0.0  # the same for a global 429: every chat
         self._queued = 0  # submitted, not yet delivered or given up on (the queue gauge's share of this sender)
+        session = getattr(bot, "session", None)
+        if session is not None and hasattr(session, "middleware"):
+            session.middleware(self._hold_back)
 
     # -- public API ------------------------------------------------------------------
 
-    async def send(self, chat_id: int, text: str, markup: Any = None) -> Any:
-        """Queue a message; resolves to the sent Message (or None if it could not be delivered)."""
-        return await self._submit(_Job("send", chat_id, text, markup))
+    async def send(self, chat_id: int, text: str, markup: Any = None, *, reply_to: int | None = None) -> Any:
+        """Queue a message (a reply to message ``reply_to`` of that chat, if given); resolves to the
+        sent Message (or None if it could not be delivered)."""
+        return await self._submit(_Job("send", chat_id, text, markup, reply_to=reply_to))
 
-    async def edit(self, chat_id: int, message_id: int, text: str, markup: Any = None) -> Any:
+    async def edit(self, chat_id: int, message_id: int, text: str | None, markup: Any = None) -> Any:
+        """Edit a message in place: its text and buttons, or (``text=None``) its buttons only."""
         return await self._submit(_Job("edit", chat_id, text, markup, message_id))
 
-    def send_soon(self, chat_id: int, text: str, markup: Any = None) -> asyncio.Future:
-        return self._submit(_Job("send", chat_id, text, markup))
+    def send_soon(self, chat_id: int, text: str, markup: Any = None, *, reply_to: int | None = None) -> asyncio.Future:
+        return self._submit(_Job("send", chat_id, text, markup, reply_to=reply_to))
 
     async def close(self) -> None:
         for task in self._workers.values():
             task.cancel()
         await asyncio.gather(*self._workers.values(), return_exceptions=True)
+        for queue in self._queues.values():  # whoever awaits a message that will not go now is told
+            for job in queue:
+                if job.future is not None and not job.future.done():
+                    job.future.cancel()
         ops.TELEGRAM_QUEUE.dec(self._queued)  # what was still waiting leaves with this sender
         self._queued = 0
 
@@ -113,9 +139,9 @@ class Sender:
         while queue:
             job = queue.popleft()
             jobs = 1
-            if job.kind == "send" and job.markup is None:
+            if _plain(job):
                 merged = [job]  # merge plain announcements waiting for this chat
-                while queue and queue[0].kind == "send" and queue[0].markup is None and \
+                while queue and _plain(queue[0]) and \
                         sum(len(j.text) + 2 for j in merged) + len(queue[0].text) < MAX_TEXT:
                     merged.append(queue.popleft())
                 if len(merged) > 1:
@@ -134,11 +160,20 @@ class Sender:
 
     async def _deliver(self, job: _Job) -> Any:
         delay = 0.5
-        for attempt in range(self.limits.retries):
+        attempt = floods = 0
+        while attempt < self.limits.retries and floods <= self.limits.flood_retries:
+            attempt += 1
             await self._wait_for_slot(job.chat_id)
             try:
-                if job.kind == "send":
+                if job.kind == "send" and job.reply_to is not None:
+                    sent = await self.bot.send_message(
+                        job.chat_id, job.text, reply_markup=job.markup,
+                        reply_parameters=ReplyParameters(message_id=job.reply_to, allow_sending_without_reply=True))
+                elif job.kind == "send":
                     sent = await self.bot.send_message(job.chat_id, job.text, reply_markup=job.markup)
+                elif job.text is None:  # the buttons only
+                    sent = await self.bot.edit_message_reply_markup(chat_id=job.chat_id, message_id=job.message_id,
+                                                                    reply_markup=job.markup)
                 else:
                     sent = await self.bot.edit_message_text(text=job.text, chat_id=job.chat_id,
                                                             message_id=job.message_id, reply_markup=job.markup)
@@ -146,8 +181,11 @@ class Sender:
                 return sent
             except TelegramRetryAfter as error:
                 ops.TELEGRAM_FAILED.inc()
-                log.warning("429 for chat %s: waiting %s s", job.chat_id, error.retry_after)
-                await asyncio.sleep(error.retry_after)
+                attempt -= 1  # Telegram said when: not a failure of this message
+                floods += 1
+                everyone = self._pause(job.chat_id, error.retry_after)
+                log.warning("429 for chat %s: %s waits %s s", job.chat_id, "every chat" if everyone else "it",
+                            error.retry_after)
             except TelegramMigrateToChat as error:
                 ops.TELEGRAM_FAILED.inc()
                 log.info("chat %s migrated to %s", job.chat_id, error.migrate_to_chat_id)
@@ -171,19 +209,51 @@ class Sender:
                 break
             except (TelegramNetworkError, TelegramServerError, OSError) as error:
                 ops.TELEGRAM_FAILED.inc()
-                log.warning("delivery to %s failed (attempt %d): %s", job.chat_id, attempt + 1, error)
+                log.warning("delivery to %s failed (attempt %d): %s", job.chat_id, attempt, error)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30)
         _DEAD.inc()
         if self.on_failure is not None:
-            await self.on_failure(job.chat_id, job.text)
+            await self.on_failure(job.chat_id, job.text or "")
         return None
+
+    async def _hold_back(self, make_request: Any, bot: Any, method: Any) -> Any:
+        """The bot's request middleware: a send or edit to a chat waits until a 429's pause for it
+        (or for every chat) has passed, and a 429 it meets pauses that chat. So a call made outside
+        the queue (say, removing the buttons of a message just pressed) keeps the pause too."""
+        chat = getattr(method, "chat_id", None) if type(method).__name__ in FLOOD_COUNTED else None
+        if not isinstance(chat, int):
+            return await make_request(bot, method)
+        chat = self.migrated.get(chat, chat)
+        while (wait := max(self._paused_until.get(chat, 0.0), self._all_paused_until) - time.monotonic()) > 0:
+            await asyncio.sleep(wait)
+        try:
+            return await make_request(bot, method)
+        except TelegramRetryAfter as error:
+            self._pause(chat, error.retry_after)
+            raise
+
+    def _pause(self, chat_id: int, retry_after: float) -> bool:
+        """Remember a 429: nothing goes to ``chat_id`` until ``retry_after`` has passed, and nothing
+        to any chat when another chat is paused by a 429 too (the bot's global limit). Whether
+        every chat was paused."""
+        now = time.monotonic()
+        until = now + max(float(retry_after), 0.0)
+        everyone = any(other != chat_id and end > now for other, end in self._paused_until.items())
+        self._paused_until[chat_id] = max(self._paused_until.get(chat_id, 0.0), until)
+        if everyone:
+            self._all_paused_until = max(self._all_paused_until, until)
+        for other, end in list(self._paused_until.items()):
+            if end <= now:
+                del self._paused_until[other]
+        return everyone
 
     async def _wait_for_slot(self, chat_id: int) -> None:
         limits = self.limits
         while True:
             now = time.monotonic()
             wait = self._last_sent.get(chat_id, -1e9) + limits.per_chat_interval - now
+            wait = max(wait, self._paused_until.get(chat_id, 0.0) - now, self._all_paused_until - now)
             if chat_id < 0:
                 window = self._group_window.setdefault(chat_id, deque())
                 while window and window[0] <= now - 60:
@@ -202,6 +272,11 @@ class Sender:
         if chat_id < 0:
             self._group_window.setdefault(chat_id, deque()).append(now)
         self._global_window.append(now)
+
+
+def _plain(job: _Job) -> bool:
+    """An announcement that may be merged with its neighbours: a send with no buttons, no reply."""
+    return job.kind == "send" and job.markup is None and job.reply_to is None
 
 
 def _relay(target: asyncio.Future):

@@ -13,8 +13,12 @@ way api.telegram.org does, so the gateway runs its real aiogram ``Bot`` against 
         await alice.press(message, "join")          # a callback_query on that message
         await fake.wait_for(lambda: fake.callback_answers)
 
-Everything the bot calls is in ``sent_log`` (``calls(method)`` filters it); what it said is in
-``messages(chat)`` (current text after edits, entities, reply_markup). Updates created by the
+Everything the bot calls is in ``sent_log`` (``calls(method)`` filters it; ``calls_to(chat)``: the
+sends and edits naming one chat, each with its arrival time on the fake's monotonic ``clock``); what
+it said is in ``messages(chat)`` (current text after edits, entities, reply_markup). With flood
+control on (``rate_limit``) or a 429 injected (``fail_next``), ``flood_violations()`` lists every
+send or edit that came before a 429's retry_after had passed (to its chat; to any chat for the
+global limit). Updates created by the
 scripted users wait in a queue that ``getUpdates`` serves with Telegram's offset semantics and long
 polling. Errors have Telegram's codes, descriptions and ``parameters`` (retry_after,
 migrate_to_chat_id), so aiogram raises the same exceptions it raises in production.
@@ -145,6 +149,18 @@ class ApiCall:
     result: Any = None
     error_code: int | None = None
     description: str | None = None
+    clock: float = 0.0  # the fake's clock (``FakeTelegram.clock``, monotonic) when the call arrived
+    parameters: dict[str, Any] | None = None  # an error's parameters (retry_after, migrate_to_chat_id)
+    flood_scope: str | None = None  # a 429 of the flood control: "chat", "group" or "global" (what was full)
+
+    @property
+    def chat_id(self) -> Any:
+        return self.params.get("chat_id")
+
+    @property
+    def retry_after(self) -> int | None:
+        """A 429's retry_after (None for any other outcome)."""
+        return (self.parameters or {}).get("retry_after") if self.error_code == 429 else None
 
     def __repr__(self) -> str:
         outcome = "pending" if self.ok is None else "ok" if self.ok else f"{self.error_code} {self.description}"
@@ -628,6 +644,33 @@ class FakeTelegram:
         return [c for c in self.sent_log
                 if (method is None or c.method.lower() == method.lower()) and (ok is None or c.ok is ok)]
 
+    def calls_to(self, chat: FakeChat | FakeUser | int, methods: Iterable[str] | None = RATE_LIMITED_METHODS
+                 ) -> list[ApiCall]:
+        """Every call naming this chat (a user means their private chat), in arrival order, each with
+        its arrival time (``clock``) and outcome; by default only the sends and edits flood control
+        counts (``methods=None``: every method)."""
+        chat_id = chat if isinstance(chat, int) else chat.id
+        wanted = None if methods is None else {m.lower() for m in methods}
+        return [c for c in self.sent_log
+                if c.chat_id == chat_id and (wanted is None or c.method.lower() in wanted)]
+
+    def flood_violations(self) -> list[tuple[ApiCall, ApiCall]]:
+        """(429, call) for every send or edit that came before a 429's retry_after had passed: to the
+        429's chat, or to any chat after a 429 of the global limit. Empty when the bot waited as told."""
+        counted = {m.lower() for m in RATE_LIMITED_METHODS}
+        calls = [c for c in self.sent_log if c.method.lower() in counted]
+        early = []
+        for i, refused in enumerate(calls):
+            if refused.retry_after is None:
+                continue
+            until = refused.clock + refused.retry_after
+            for later in calls[i + 1:]:
+                if later.clock >= until:
+                    break
+                if refused.flood_scope == "global" or later.chat_id == refused.chat_id:
+                    early.append((refused, later))
+        return early
+
     def commands(self, scope: dict[str, Any] | None = None, language_code: str = "") -> list[dict[str, Any]]:
         """The commands set with setMyCommands for this scope (default scope when None) and language."""
         return self.bot_commands.get((_scope_key(scope), language_code or ""), [])
@@ -839,7 +882,7 @@ class FakeTelegram:
     async def _handle(self, request: web.Request) -> web.Response:
         token, method = request.match_info["token"], request.match_info["method"]
         canonical, handler = self._methods.get(method.lower(), (method, None))
-        call = ApiCall(method=canonical, params={}, at=time.time())
+        call = ApiCall(method=canonical, params={}, at=time.time(), clock=self.clock())
         self.sent_log.append(call)
         try:
             call.params = await self._read_params(request)
@@ -859,6 +902,7 @@ class FakeTelegram:
         except TelegramError as error:
             body, status = error.body(), error.code
             call.ok, call.error_code, call.description = False, error.code, error.description
+            call.parameters = error.parameters
         except Exception as error:  # noqa: BLE001 - a bug in the fake: answer as Telegram would, keep it visible
             log.exception("FakeTelegram failed on %s %s", canonical, call.params)
             self.internal_errors.append(error)
@@ -904,22 +948,24 @@ class FakeTelegram:
             return
         now = self.clock()
         chat_id = call.params.get("chat_id")
-        waits = []
+        waits: list[tuple[float, str]] = []
         while self._sent_at_global and self._sent_at_global[0] <= now - 1:
             self._sent_at_global.popleft()
         if len(self._sent_at_global) >= self._limits["global"]:
-            waits.append(self._sent_at_global[0] + 1 - now)
+            waits.append((self._sent_at_global[0] + 1 - now, "global"))
         if isinstance(chat_id, int):
             times = self._sent_at.setdefault(chat_id, deque())
             while times and times[0] <= now - 60:
                 times.popleft()
             last_second = [t for t in times if t > now - 1]
             if len(last_second) >= self._limits["chat"]:
-                waits.append(last_second[0] + 1 - now)
+                waits.append((last_second[0] + 1 - now, "chat"))
             if chat_id < 0 and len(times) >= self._limits["group"]:
-                waits.append(times[0] + 60 - now)
+                waits.append((times[0] + 60 - now, "group"))
         if waits:
-            retry_after = max(1, math.ceil(max(waits)))
+            wait, scope = max(waits)
+            retry_after = max(1, math.ceil(wait))
+            call.flood_scope = scope
             self.rate_limit_hits.append(call)
             raise TelegramError(429, f"Too Many Requests: retry after {retry_after}", {"retry_after": retry_after})
 

@@ -19,7 +19,7 @@ async def status(message: Message, gw) -> None:
     else:
         memo = gw.memory.game_of_chat(message.chat.id)
     if memo is None:
-        await message.answer(gw.ui(None, player, "no_game"))
+        await gw.answer(message, gw.ui(None, player, "no_game"))
         return
     command_id = await gw.command(memo.game_id, player, {"type": "show_board"})
     gw.memory.board_requests[command_id] = message.chat.id
@@ -28,21 +28,21 @@ async def status(message: Message, gw) -> None:
 async def help_(message: Message, gw) -> None:
     player = gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
-    await message.answer(gw.template("help.html", memo, player if message.chat.type == "private" else None))
+    await gw.answer(message, gw.template("help.html", memo, player if message.chat.type == "private" else None))
 
 
 async def rules(message: Message, gw) -> None:
     gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
     options = memo.options if memo and memo.options else Options()
-    await message.answer(gw.template("rules.html", memo, None, options=options, rules=list(MissedRule)[1:]))
+    await gw.answer(message, gw.template("rules.html", memo, None, options=options, rules=list(MissedRule)[1:]))
 
 
 async def lang(message: Message, command: CommandObject, gw) -> None:
     player = gw.remember_user(message.from_user)
     wanted = (command.args or "").strip().lower()
     if wanted not in LOCALES:
-        await message.answer(" ".join(f"/lang {code}" for code in LOCALES))
+        await gw.answer(message, " ".join(f"/lang {code}" for code in LOCALES))
         return
     if message.chat.type == "private":
         gw.memory.languages[player] = wanted
@@ -52,7 +52,7 @@ async def lang(message: Message, command: CommandObject, gw) -> None:
         memo = gw.memory.game_of_chat(message.chat.id)
         if memo is not None:
             memo.language = wanted
-    await message.answer(ui_text(wanted, "language_set", language=glossary(wanted)["language_name"]))
+    await gw.answer(message, ui_text(wanted, "language_set", language=glossary(wanted)["language_name"]))
 
 
 def build() -> Router:

@@ -18,7 +18,7 @@ async def new_game(message: Message, command: CommandObject, gw) -> None:
     host = gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
     if memo is not None and not memo.over:
-        await message.reply(gw.ui(memo, host, "game_open"))
+        await gw.answer(message, gw.ui(memo, host, "game_open"), reply=True)
         return
     preset = Preset.CLASSIC
     if command.args and command.args.strip().lower() in {p.value for p in Preset}:
@@ -41,7 +41,7 @@ async def _join(gw, chat_id: int, user) -> str | None:
 async def join(message: Message, gw) -> None:
     problem = await _join(gw, message.chat.id, message.from_user)
     if problem:
-        await message.reply(problem)
+        await gw.answer(message, problem, reply=True)
 
 
 async def join_button(query: CallbackQuery, callback_data: JoinCb, gw) -> None:
@@ -59,7 +59,7 @@ async def _group_game(message: Message, gw):
     player = gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
     if memo is None:
-        await message.reply(gw.ui(None, player, "no_game"))
+        await gw.answer(message, gw.ui(None, player, "no_game"), reply=True)
     return player, memo
 
 
@@ -76,7 +76,8 @@ async def start_game(message: Message, gw) -> None:
     unreachable = [p for p in memo.players if p not in gw.memory.reachable]
     if unreachable:  # every player must be able to receive their role privately
         names = ", ".join(gw.memory.names.get(p, p) for p in unreachable)
-        await message.reply(gw.ui(memo, None, "waiting_private", names=names, link=gw.deep_link(memo.game_id)))
+        await gw.answer(message, gw.ui(memo, None, "waiting_private", names=names, link=gw.deep_link(memo.game_id)),
+                        reply=True)
         return
     await gw.command(memo.game_id, player, {"type": "start_game"})
 

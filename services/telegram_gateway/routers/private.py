@@ -12,7 +12,7 @@ PRIVATE = F.chat.type == "private"
 async def start(message: Message, command: CommandObject, gw) -> None:
     player = gw.remember_user(message.from_user)
     gw.memory.reachable.add(player)
-    await message.answer(gw.ui(None, player, "welcome"))
+    await gw.answer(message, gw.ui(None, player, "welcome"))
     payload = command.args or ""
     if payload.startswith("join_"):
         game = payload[len("join_"):]
@@ -25,11 +25,11 @@ async def my_games(message: Message, gw) -> None:
     player = gw.remember_user(message.from_user)
     games = gw.memory.games_of(player)
     if not games:
-        await message.answer(gw.ui(None, player, "no_games"))
+        await gw.answer(message, gw.ui(None, player, "no_games"))
         return
     lines = [gw.ui(memo, player, "my_game", title=memo.title or str(memo.chat_id), phase=memo.phase)
              for memo in games]
-    await message.answer("\n".join(lines))
+    await gw.answer(message, "\n".join(lines))
 
 
 async def free_text(message: Message, gw) -> None:

@@ -120,7 +120,7 @@ async def show(message: Message, gw) -> None:
     player = gw.remember_user(message.from_user)
     memo = gw.memory.game_of_chat(message.chat.id)
     if memo is None or memo.phase != "lobby":
-        await message.reply(gw.ui(memo, player, "no_game"))
+        await gw.answer(message, gw.ui(memo, player, "no_game"), reply=True)
         return
     sent = await gw.sender.send(memo.chat_id, settings_text(gw, memo), settings_keyboard(gw, memo))
     if sent is not None:
