@@ -207,10 +207,10 @@ class App:
         s = self.settings
         bus = await start_bus(s, self.embedded)
         stack.push_async_callback(bus.close)
+        for name in self.channels:  # subscribed before the engine publishes: nothing is missed
+            await self._start_channel(stack, name, bus)
         if self.engine:
             await self._start_engine(stack, bus)
-        for name in self.channels:
-            await self._start_channel(stack, name, bus)
         if self.embedded:
             self._say_channels()
 

@@ -27,6 +27,10 @@ class Settings(BaseSettings):
     telegram_webhook_url: str | None = None
     telegram_webhook_secret: str | None = None
     telegram_webhook_listen: str = "0.0.0.0:8080"
+    #: The gateway's own pacing, below Telegram's flood limits: seconds between messages to one
+    #: chat, messages per minute to one group, messages per second in all ("1,20,30"). Raise them
+    #: only for a Bot API server of your own that allows more.
+    telegram_limits: str = "1,20,30"
 
     @field_validator("log_level")
     @classmethod
@@ -43,4 +47,16 @@ class Settings(BaseSettings):
     def _at_least_one(cls, value: int) -> int:
         if value < 1:
             raise ValueError("must be at least 1")
+        return value
+
+    @field_validator("telegram_limits")
+    @classmethod
+    def _three_numbers(cls, value: str) -> str:
+        parts = [p.strip() for p in value.split(",")]
+        try:
+            ok = len(parts) == 3 and float(parts[0]) >= 0 and int(parts[1]) > 0 and int(parts[2]) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError("expected three numbers: seconds per chat, per minute per group, per second in all")
         return value

@@ -11,25 +11,17 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
-from alembic import command as alembic_command
-from alembic.config import Config
-from sqlalchemy import event as sa_event
-from sqlalchemy import bindparam, insert, select, text, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from shared.db import make_engine, migrate
 from shared.protocol import INTERNAL_EVENTS, EventEnvelope, to_core_event
 from services.engine.rules import GameState, replay_events
 
 from .pg_batch import PgBatchWriter
 from .tables import EventRow, GameRow, PlayerRow, ProcessedCommand
-
-MIGRATIONS = Path(__file__).parent / "migrations"
-#: PostgreSQL advisory lock held while migrating: services that start together do not race.
-MIGRATION_LOCK = 0x4A7A10
-
 
 KEEP = object()  # commit(deadline_at=KEEP): the open phase's deadline stays as it is
 
@@ -110,22 +102,6 @@ def aware(moment: datetime | None) -> datetime | None:
     return moment.replace(tzinfo=timezone.utc)
 
 
-def make_engine(url: str) -> AsyncEngine:
-    if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 30})
-
-        @sa_event.listens_for(engine.sync_engine, "connect")
-        def _sqlite_pragmas(dbapi_connection, _record) -> None:  # pragma: no cover - driver hook
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA busy_timeout=30000")
-            cursor.close()
-
-        return engine
-    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
-
-
 def _update_game(with_deadline: bool):
     values = {name: bindparam(name) for name in ("version", "phase", "phase_id", "timeout_seconds", "state",
                                                   "updated_at")}
@@ -146,17 +122,7 @@ class Store:
 
     async def migrate(self) -> None:
         """Bring the schema to the newest migration (idempotent)."""
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
-
-        def upgrade(connection) -> None:
-            config.attributes["connection"] = connection
-            alembic_command.upgrade(config, "head")
-
-        async with self.engine.begin() as conn:
-            if conn.dialect.name == "postgresql":  # one migration at a time, whoever starts first
-                await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
-            await conn.run_sync(upgrade)
+        await migrate(self.engine)
 
     async def close(self) -> None:
         if self._pg is not None:

@@ -68,16 +68,6 @@ class PlayerRow(SQLModel, table=True):
     updated_at: datetime = Field(sa_type=DateTime(timezone=True))
 
 
-class GatewayStateRow(SQLModel, table=True):
-    """A gateway's memory, as one snapshot per gateway."""
-
-    __tablename__ = "gateway_state"
-
-    key: str = Field(primary_key=True, max_length=100)
-    blob: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    updated_at: datetime = Field(sa_type=DateTime(timezone=True))
-
-
 class InboxRow(SQLModel, table=True):
     """The in-process bus's durable inbox (``shared/bus/inbox.py``, which reads it with Core): commands
     committed before their senders were told, not yet handled by the engine."""

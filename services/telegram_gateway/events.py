@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 
+from shared.delivery.outbox import Outgoing
 from shared.narration.render import glossary, pick_locale
 from shared.protocol import EventEnvelope
 
@@ -16,9 +18,24 @@ log = logging.getLogger(__name__)
 QUIET = {"player_voted", "player_played_card"}
 
 
+#: Tries at rendering one event before it is given up as dead (the bus would try a few more).
+RENDER_ATTEMPTS = 3
+
+
 class EventPainter:
+    """Draws each event as messages. With the gateway's outbox (a database), what an event asks to
+    send is staged: committed with the mark that the event is handled and the game's memory, then
+    sent by the outbox; the bus's message is acknowledged only after that commit. Without one
+    (tests of the drawing alone), messages are sent at once."""
+
     def __init__(self, gw) -> None:
         self.gw = gw
+        self._out: list | None = None  # the event being drawn: its messages, staged at the end
+        self._failures: dict[str, int] = {}
+
+    @property
+    def outbox(self):
+        return self.gw.outbox
 
     def memo(self, envelope: EventEnvelope) -> GameMemo | None:
         memory = self.gw.memory
@@ -36,24 +53,111 @@ class EventPainter:
         memo = self.memo(envelope)
         if memo is None:
             return
-        if envelope.seq:
-            if envelope.seq <= memo.seen_seq:
-                return  # delivered again: already shown
-            memo.seen_seq = envelope.seq
+        self.learn_names(envelope)
+        if self.outbox is None:
+            if envelope.seq:
+                if envelope.seq <= memo.seen_seq:
+                    return  # delivered again: already shown
+                memo.seen_seq = envelope.seq
+            await self._draw(memo, envelope)
+            return
+        if await self.outbox.handled(envelope.message_id):
+            return  # delivered again: its messages are in the outbox already
+        before = copy.deepcopy(memo)
+        self._out = []
+        try:
+            await self._draw(memo, envelope)
+        except Exception as error:  # noqa: BLE001 - tried again by the bus, then given up visibly
+            self._out = None
+            self.gw.memory.games[envelope.game_id] = before  # as if this event had not come
+            if self._give_up(envelope, error):
+                await self._dead_event(before, envelope, error)
+                return
+            raise
+        out, self._out = self._out, None
+        memo.seen_seq = max(memo.seen_seq, envelope.seq)
+        await self.outbox.stage(envelope.message_id, envelope.game_id, out, self.gw.game_blob(memo))
+        self._failures.pop(envelope.message_id, None)
+
+    def learn_names(self, envelope: EventEnvelope) -> None:
+        """Names the engine sends along (docs/protocol.md, ``people``): how players of other channels
+        are called here. A Telegram user this gateway knows keeps the name Telegram gives."""
+        names = self.gw.memory.names
+        for player, person in envelope.people.items():
+            if person.display_name and (player not in names or ids.user_id(player) is None):
+                names[player] = person.display_name
+
+    def _give_up(self, envelope: EventEnvelope, error: Exception) -> bool:
+        tries = self._failures[envelope.message_id] = self._failures.get(envelope.message_id, 0) + 1
+        log.warning("could not draw %s (%s, attempt %d of %d): %s", envelope.message_id, envelope.event.type, tries,
+                    RENDER_ATTEMPTS, error)
+        if tries < RENDER_ATTEMPTS:
+            return False
+        del self._failures[envelope.message_id]
+        return True
+
+    async def _dead_event(self, memo: GameMemo, envelope: EventEnvelope, error: Exception) -> None:
+        """An event that cannot be drawn: recorded dead (log, count, the group told), and the game goes on."""
+        readers = "group" if envelope.audience.kind.value == "public" else ",".join(envelope.audience.players)
+        await self.outbox.record_dead(envelope.message_id, envelope.game_id, readers,
+                                      f"could not render {envelope.event.type}: {type(error).__name__}: {error}")
+        self.gw.sender.send_soon(memo.chat_id, self.gw.ui(memo, None, "lost_message"))
+
+    async def _draw(self, memo: GameMemo, envelope: EventEnvelope) -> None:
         e = envelope.event
-        kind = e.type
-        handler = getattr(self, f"on_{kind}", None)
+        handler = getattr(self, f"on_{e.type}", None)
         if handler is not None and await handler(memo, envelope, e):
             return
         await self.deliver(memo, envelope)
 
-    async def deliver(self, memo: GameMemo, envelope: EventEnvelope, markup=None):
+    # -- sending: staged in the outbox, or at once ----------------------------------------------
+
+    async def send(self, chat: int, text: str, markup=None, *, slot: str | None = None):
+        """A message to a chat. Staged: returns ``slot`` (the name a later edit uses); at once:
+        the sent message's id."""
+        if self._out is None:
+            sent = await self.gw.sender.send(chat, text, markup)
+            return getattr(sent, "message_id", None)
+        self._out.append(Outgoing(str(chat), {"op": "send", "chat": chat, "text": text, "markup": _markup(markup),
+                                              "slot": slot}))
+        return slot
+
+    async def edit(self, chat: int, message, text: str, markup=None) -> None:
+        """Edit a message sent before: ``message`` is its id, or the slot it was staged under."""
+        if message is None:
+            return
+        if self._out is None:
+            ref = self.resolve(message)
+            if ref is not None:
+                await self.gw.sender.edit(chat, ref, text, markup)
+            return
+        body = {"op": "edit", "chat": chat, "text": text, "markup": _markup(markup)}
+        body["edit_slot" if isinstance(message, str) else "edit_ref"] = message
+        self._out.append(Outgoing(str(chat), body))
+
+    def resolve(self, message) -> int | None:
+        """A message's id in its chat, from its id or its slot (None if it was never sent)."""
+        if isinstance(message, str):
+            ref = self.outbox.slot(message) if self.outbox is not None else None
+            return int(ref) if ref is not None else None
+        return message
+
+    async def to_group(self, memo: GameMemo, text: str, markup=None, *, slot: str | None = None):
+        return await self.send(memo.chat_id, text, markup, slot=slot)
+
+    async def to_player(self, player: str, text: str, markup=None, memo: GameMemo | None = None):
+        user = ids.user_id(player)
+        if user is None:
+            return None
+        return await self.send(user, self.gw.private_text(player, text, memo), markup)
+
+    async def deliver(self, memo: GameMemo, envelope: EventEnvelope, markup=None, *, slot: str | None = None):
         gw = self.gw
         if envelope.audience.kind.value == "public":
-            return await gw.to_group(memo, gw.render(envelope, None, memo), markup)
+            return await self.to_group(memo, gw.render(envelope, None, memo), markup, slot=slot)
         result = None
         for player in envelope.audience.players:
-            result = await gw.to_player(player, gw.render(envelope, player, memo), markup)
+            result = await self.to_player(player, gw.render(envelope, player, memo), markup, memo)
         return result
 
     # -- the lobby -------------------------------------------------------------------------
@@ -61,8 +165,9 @@ class EventPainter:
     async def on_lobby_opened(self, memo, envelope, e) -> bool:
         memo.host, memo.options, memo.over = e.host, e.options, False
         self.gw.memory.current[memo.chat_id] = memo.game_id
-        sent = await self.deliver(memo, envelope, keyboards.join(memo.game_id, self.gw.ui(memo, None, "join")))
-        memo.lobby_message = getattr(sent, "message_id", None)
+        memo.lobby_message = await self.deliver(memo, envelope,
+                                                keyboards.join(memo.game_id, self.gw.ui(memo, None, "join")),
+                                                slot=f"lobby:{memo.game_id}")
         return True
 
     async def on_player_joined(self, memo, envelope, e) -> bool:
@@ -70,8 +175,8 @@ class EventPainter:
             memo.players.append(e.player)
         if e.player not in self.gw.memory.reachable:
             name = self.gw.memory.names.get(e.player, e.player)
-            await self.gw.to_group(memo, self.gw.ui(memo, None, "need_private", name=name,
-                                                    link=self.gw.deep_link(memo.game_id)))
+            await self.to_group(memo, self.gw.ui(memo, None, "need_private", name=name,
+                                                 link=self.gw.deep_link(memo.game_id)))
         return False
 
     async def on_player_left(self, memo, envelope, e) -> bool:
@@ -85,8 +190,7 @@ class EventPainter:
         if message is not None:
             from .routers.settings import settings_keyboard, settings_text
 
-            await self.gw.sender.edit(memo.chat_id, message, settings_text(self.gw, memo),
-                                      settings_keyboard(self.gw, memo))
+            await self.edit(memo.chat_id, message, settings_text(self.gw, memo), settings_keyboard(self.gw, memo))
         return False
 
     async def on_conference_opened(self, memo, envelope, e) -> bool:
@@ -98,7 +202,8 @@ class EventPainter:
         if chat is None:
             return False
         reader = None if chat < 0 else ids.player_id(chat)
-        await self.gw.sender.send(chat, self.gw.render(envelope, reader, memo))
+        text = self.gw.render(envelope, reader, memo)
+        await self.send(chat, self.gw.private_text(reader, text, memo) if reader else text)
         return True
 
     async def on_game_started(self, memo, envelope, e) -> bool:
@@ -126,13 +231,14 @@ class EventPainter:
         await self.deliver(memo, envelope)
         gw = self.gw
         if memo.phase == "proposal":
-            sent = await gw.to_group(memo, self._pick_text(memo), self._pick_keyboard(memo))
-            memo.pick_message = getattr(sent, "message_id", None)
+            memo.pick_message = await self.to_group(memo, self._pick_text(memo), self._pick_keyboard(memo),
+                                                    slot=f"pick:{memo.game_id}:{memo.phase_id}")
         elif memo.phase == "vote":
             words = glossary(pick_locale((memo.language,)))
-            sent = await gw.to_group(memo, gw.ui(memo, None, "tally", voted=0, total=len(memo.players)),
-                                     keyboards.vote(memo.game_id, memo.phase_id, words["approve"], words["reject"]))
-            memo.vote_message = getattr(sent, "message_id", None)
+            memo.vote_message = await self.to_group(
+                memo, gw.ui(memo, None, "tally", voted=0, total=len(memo.players)),
+                keyboards.vote(memo.game_id, memo.phase_id, words["approve"], words["reject"]),
+                slot=f"vote:{memo.game_id}:{memo.phase_id}")
         return True
 
     def _pick_text(self, memo: GameMemo) -> str:
@@ -144,16 +250,22 @@ class EventPainter:
                               self.gw.ui(memo, None, "confirm"))
 
     async def refresh_pick(self, memo: GameMemo) -> None:
-        if memo.pick_message is not None:
-            await self.gw.sender.edit(memo.chat_id, memo.pick_message, self._pick_text(memo),
-                                      self._pick_keyboard(memo))
+        """The leader's picker, redrawn as they pick (from the buttons, not an event: at once)."""
+        message = memo.pick_message
+        ref = self.resolve(message)
+        if ref is not None:
+            await self.gw.sender.edit(memo.chat_id, ref, self._pick_text(memo), self._pick_keyboard(memo))
+        elif isinstance(message, str) and self.outbox is not None:  # the picker is still on its way out
+            await self.outbox.post(memo.game_id, Outgoing(str(memo.chat_id), {
+                "op": "edit", "chat": memo.chat_id, "text": self._pick_text(memo),
+                "markup": _markup(self._pick_keyboard(memo)), "edit_slot": message}), f"pick:{memo.game_id}")
 
     async def on_player_voted(self, memo, envelope, e) -> bool:
         if e.player not in memo.voted:
             memo.voted.append(e.player)
         if memo.vote_message is not None:
             words = glossary(pick_locale((memo.language,)))
-            await self.gw.sender.edit(
+            await self.edit(
                 memo.chat_id, memo.vote_message,
                 self.gw.ui(memo, None, "tally", voted=len(memo.voted), total=len(memo.players)),
                 keyboards.vote(memo.game_id, memo.phase_id, words["approve"], words["reject"]))
@@ -161,8 +273,8 @@ class EventPainter:
 
     async def on_votes_revealed(self, memo, envelope, e) -> bool:
         if memo.vote_message is not None:  # the buttons go; the tally stays
-            await self.gw.sender.edit(memo.chat_id, memo.vote_message,
-                                      self.gw.ui(memo, None, "tally", voted=len(memo.voted), total=len(memo.players)))
+            await self.edit(memo.chat_id, memo.vote_message,
+                            self.gw.ui(memo, None, "tally", voted=len(memo.voted), total=len(memo.players)))
             memo.vote_message = None
         return False
 
@@ -178,5 +290,9 @@ class EventPainter:
         words = glossary(locale)
         markup = keyboards.choices(memo.game_id, e, self.gw.memory.names, words["cards"],
                                    self.gw.ui(memo, e.player, "sheathe"))
-        await self.gw.to_player(e.player, self.gw.render(envelope, e.player, memo), markup)
+        await self.to_player(e.player, self.gw.render(envelope, e.player, memo), markup, memo)
         return True
+
+
+def _markup(markup):
+    return None if markup is None else markup.model_dump(mode="json", exclude_none=True)

@@ -36,6 +36,7 @@ class TelegramGateway:
         self.sender = Sender(bot, limits, on_forbidden=self._forbidden, on_failure=self._failed,
                              on_migrate=self.migrated)
         self.keeper = None
+        self.outbox = None  # the delivery core's durable outbox, with a database
         if database_url:
             from .persist import MemoryKeeper
 
@@ -48,22 +49,55 @@ class TelegramGateway:
 
         dp = Dispatcher()
         dp["gw"] = self
+        dp.update.outer_middleware(self._save_after)
         dp.include_routers(private.build(), lobby.build(), settings.build(), play.build(), info.build())
         return dp
 
-    async def start(self) -> None:
+    async def _save_after(self, handler, update, data):
+        """What an update changed in the memory is saved before Telegram hears it was received."""
+        try:
+            return await handler(update, data)
+        finally:
+            if self.keeper is not None:
+                await self.keeper.save()
+
+    async def start(self, *, gated: bool = False) -> None:
+        """Load the memory and subscribe to the events. ``gated``: events wait (on the bus) until
+        ``open()``, once the Bot API answers; the subscription is there from the start, so nothing
+        published meanwhile is lost. Otherwise the gateway opens at once."""
+        import asyncio
+
         from .events import EventPainter
 
         if self.keeper is not None:
             self.memory = await self.keeper.load() or self.memory
+            from shared.delivery.outbox import Outbox
+
+            self.outbox = Outbox(self.keeper.engine, "telegram", self._deliver_row, on_dead=self._dead_row)
+            self._restore_games(await self.outbox.games())
             self.keeper.start()
-        if not self.bot_username:
-            me = await self.bot.get_me()
-            self.bot_username = me.username or ""
         self.painter = EventPainter(self)
-        await self.bus.subscribe_events("telegram", "telegram.#", self.painter.on_event)
+        self._opened = asyncio.Event()
+        await self.bus.subscribe_events("telegram", "telegram.#", self._on_event)
+        if not gated:
+            if not self.bot_username:
+                me = await self.bot.get_me()
+                self.bot_username = me.username or ""
+            await self.open()
+
+    async def open(self) -> None:
+        """Telegram answers: draw the events waiting, and send what the outbox kept."""
+        if self.outbox is not None:
+            await self.outbox.start()
+        self._opened.set()
+
+    async def _on_event(self, envelope: EventEnvelope) -> None:
+        await self._opened.wait()
+        await self.painter.on_event(envelope)
 
     async def close(self) -> None:
+        if self.outbox is not None:
+            await self.outbox.close()
         await self.sender.close()
         if self.keeper is not None:
             await self.keeper.close()
@@ -201,6 +235,68 @@ class TelegramGateway:
     def migrated(self, old: int, new: int) -> None:
         self.sender.migrated[old] = new
         self.memory.migrate(old, new)
+
+    # -- the outbox: the wire for its rows, and the games' memory ---------------------------
+
+    def game_blob(self, memo: GameMemo) -> bytes:
+        """A game's memory as the outbox keeps it with each event: the memo and the offers made."""
+        import pickle
+
+        offers = {player: offer for (game, player), offer in self.memory.offers.items() if game == memo.game_id}
+        return pickle.dumps((memo, offers), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def _restore_games(self, blobs: dict) -> None:
+        """Each game as last staged with an event, where that is newer than the memory's snapshot
+        (which a button press, not an event, may have changed since: the leader's picks)."""
+        import pickle
+
+        snapshot_at = self.keeper.saved_at if self.keeper is not None else None
+        for game, (blob, staged_at) in blobs.items():
+            if snapshot_at is not None and staged_at <= snapshot_at and game in self.memory.games:
+                continue
+            try:
+                memo, offers = pickle.loads(blob)  # noqa: S301 - our own rows
+            except Exception:  # noqa: BLE001 - an unreadable row: the snapshot's memo stays
+                log.exception("the saved memory of game %s could not be read", game)
+                continue
+            self.memory.games[game] = memo
+            for key in [k for k in self.memory.offers if k[0] == game]:
+                del self.memory.offers[key]
+            for player, offer in offers.items():
+                self.memory.offers[(game, player)] = offer
+            if not memo.over:  # the group's open game (the most recently changed wins)
+                self.memory.current[memo.chat_id] = game
+            elif self.memory.current.get(memo.chat_id) == game:
+                del self.memory.current[memo.chat_id]
+
+    async def _deliver_row(self, row, slot_ref: str | None) -> str | None:
+        from aiogram.types import InlineKeyboardMarkup
+
+        from shared.delivery.outbox import Undeliverable
+
+        body = row.body
+        markup = InlineKeyboardMarkup.model_validate(body["markup"]) if body.get("markup") else None
+        chat = self.sender.migrated.get(body["chat"], body["chat"])
+        if body["op"] == "edit":
+            message = int(slot_ref) if body.get("edit_slot") else body.get("edit_ref")
+            if message is not None:  # (a message never sent has nothing to edit)
+                await self.sender.edit(chat, message, body["text"], markup)
+            return None
+        sent = await self.sender.send(chat, body["text"], markup)
+        if sent is None:
+            raise Undeliverable(f"Telegram did not take the message for chat {chat} (see the log above)")
+        return str(sent.message_id)
+
+    async def _dead_row(self, row, error: str) -> None:
+        """Tell the game's group that one of its messages is lost; when the group's own message is
+        what failed, tell the host in private."""
+        memo = self.memory.games.get(row.game_id)
+        if memo is None:
+            return
+        if str(memo.chat_id) != row.recipient:
+            self.sender.send_soon(memo.chat_id, self.ui(memo, None, "lost_message"))
+        elif (host := ids.user_id(memo.host)) is not None:
+            self.sender.send_soon(host, self.private_text(memo.host, self.ui(memo, memo.host, "lost_message"), memo))
 
     async def _failed(self, chat_id: int, text: str) -> None:
         log.error("could not deliver to %s after every retry: %r", chat_id, text[:200])

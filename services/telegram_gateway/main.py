@@ -21,6 +21,7 @@ from shared.ops import readiness
 from shared.runtime import StartupError, one_line, retry
 
 from .gateway import TelegramGateway
+from .sender import Limits
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,10 @@ class TelegramRunner:
         except TokenValidationError:
             raise StartupError("TELEGRAM_BOT_TOKEN is not a bot token (expected the form 123456:ABC-DEF..., "
                                "as @BotFather gives it)") from None
-        self.gateway = TelegramGateway(self.bot, bus, database_url=settings.database_url)
+        interval, per_group, per_second = settings.telegram_limits.split(",")
+        limits = Limits(per_chat_interval=float(interval), group_per_minute=int(per_group),
+                        global_per_second=int(per_second))
+        self.gateway = TelegramGateway(self.bot, bus, database_url=settings.database_url, limits=limits)
         self.dispatcher = self.gateway.dispatcher()
         self.on_fatal = on_fatal
         self._polling: asyncio.Task | None = None
@@ -66,6 +70,7 @@ class TelegramRunner:
         return self.settings.telegram_api_url or "https://api.telegram.org"
 
     async def start(self) -> None:
+        await self.gateway.start(gated=True)  # subscribed now: events wait for Telegram on the bus
         try:
             me = await self.bot.get_me()
         except TelegramUnauthorizedError:
@@ -103,10 +108,12 @@ class TelegramRunner:
 
     async def _serve(self, username: str) -> None:
         self.gateway.bot_username = username
-        await self.gateway.start()
+        await self.gateway.open()
         s = self.settings
         if not s.telegram_webhook_url:
             await self.bot.delete_webhook(drop_pending_updates=False)
+            # updates are handled side by side (a reply paced for one chat holds up no other); what
+            # each changed in the gateway's memory is saved as soon as it is handled (_save_after)
             self._polling = asyncio.create_task(self.dispatcher.start_polling(self.bot, handle_signals=False))
         else:
             app = web.Application()

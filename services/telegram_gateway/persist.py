@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from services.engine.store import Store
-from services.engine.tables import GatewayStateRow
+from shared.db import make_engine, migrate
+from shared.delivery.tables import GatewayStateRow
 
 from .memory import Memory
 
@@ -22,16 +22,18 @@ KEY = "telegram"
 
 class MemoryKeeper:
     def __init__(self, database_url: str, memory_of, *, interval: float = 1.0) -> None:
-        self.store = Store(database_url)
+        self.engine = make_engine(database_url)
         self.memory_of = memory_of  # a callable returning the live Memory
         self.interval = interval
         self._last: bytes | None = None
+        self.saved_at: datetime | None = None  # when the snapshot load() read was written
         self._task: asyncio.Task | None = None
 
     async def load(self) -> Memory | None:
-        await self.store.migrate()
-        async with self.store.sessions() as session:
-            row = (await session.execute(select(GatewayStateRow).where(GatewayStateRow.key == KEY))).scalar()
+        await migrate(self.engine)
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(select(GatewayStateRow.blob, GatewayStateRow.updated_at)
+                                      .where(GatewayStateRow.key == KEY))).first()
         if row is None:
             return None
         try:
@@ -40,6 +42,8 @@ class MemoryKeeper:
             log.exception("the gateway's saved memory could not be read; starting empty")
             return None
         self._last = row.blob
+        at = row.updated_at
+        self.saved_at = at if at.tzinfo else at.replace(tzinfo=timezone.utc)
         return memory if isinstance(memory, Memory) else None
 
     def start(self) -> None:
@@ -60,11 +64,11 @@ class MemoryKeeper:
         if blob == self._last:
             return
         now = datetime.now(timezone.utc)
-        dialect = self.store.engine.dialect.name
+        dialect = self.engine.dialect.name
         insert = (postgresql if dialect == "postgresql" else sqlite).insert
         statement = insert(GatewayStateRow).values(key=KEY, blob=blob, updated_at=now)
         statement = statement.on_conflict_do_update(index_elements=["key"], set_={"blob": blob, "updated_at": now})
-        async with self.store.engine.begin() as conn:
+        async with self.engine.begin() as conn:
             await conn.execute(statement)
         self._last = blob
 
@@ -73,4 +77,4 @@ class MemoryKeeper:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         await self.save()
-        await self.store.close()
+        await self.engine.dispose()

@@ -54,10 +54,10 @@ async def play(game: str) -> dict:
         e = envelope.event
         seen.append(e.type)
         readers = [None] if envelope.audience.kind.value == "public" else list(envelope.audience.players)
-        for locale in LOCALES:
-            for reader in readers:
-                text = narrator.render(envelope, Recipient(reader, (locale,)), "email", Context(NAMES)).text
-                rendered[locale] += bool(text.strip())
+        for locale in LOCALES:  # an event counts once every one of its readers has a text
+            texts = [narrator.render(envelope, Recipient(reader, (locale,)), "email", Context(NAMES)).text
+                     for reader in readers]
+            rendered[locale] += all(t.strip() for t in texts)
         if e.type == "choices_offered" and (e.player, e.phase_id) not in answered:
             answered.add((e.player, e.phase_id))
             await act(b, game, e, rng)

@@ -7,6 +7,7 @@ from sqlalchemy import create_engine
 from sqlmodel import SQLModel
 
 from services.engine import tables  # noqa: F401  (registers the tables)
+from shared.delivery import tables as delivery_tables  # noqa: F401
 
 config = context.config
 target_metadata = SQLModel.metadata

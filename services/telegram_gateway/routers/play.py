@@ -73,7 +73,7 @@ async def card(query: CallbackQuery, callback_data: CardCb, gw) -> None:
         return
     await gw.command(memo.game_id, player, {"type": "play_card", "card": callback_data.card}, memo.phase_id)
     await query.answer(gw.ui(memo, player, "sent"))
-    await query.message.edit_reply_markup(reply_markup=None)
+    await gw.sender.edit(query.message.chat.id, query.message.message_id, None)  # paced, retried
 
 
 async def target(query: CallbackQuery, callback_data: TargetCb, gw) -> None:
@@ -107,7 +107,7 @@ async def target(query: CallbackQuery, callback_data: TargetCb, gw) -> None:
         return
     await gw.command(memo.game_id, player, body, memo.phase_id)
     await query.answer(gw.ui(memo, player, "sent"))
-    await query.message.edit_reply_markup(reply_markup=None)
+    await gw.sender.edit(query.message.chat.id, query.message.message_id, None)  # paced, retried
 
 
 def build() -> Router:

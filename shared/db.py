@@ -1,0 +1,47 @@
+"""The project's database, as every service opens it: one SQLAlchemy engine per URL (SQLite in
+WAL mode by default, PostgreSQL in compose) and one schema history (the Alembic migrations in
+services/engine/migrations, which carry every service's tables), migrated under a lock."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from alembic import command as alembic_command
+from alembic.config import Config
+from sqlalchemy import event as sa_event
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+#: PostgreSQL advisory lock held while migrating: services that start together do not race.
+MIGRATION_LOCK = 0x4A7A10
+
+
+def make_engine(url: str) -> AsyncEngine:
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, connect_args={"timeout": 30})
+
+        @sa_event.listens_for(engine.sync_engine, "connect")
+        def _sqlite_pragmas(dbapi_connection, _record) -> None:  # pragma: no cover - driver hook
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        return engine
+    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+
+
+async def migrate(engine: AsyncEngine) -> None:
+    """Bring the schema to the newest migration (idempotent; one migration at a time on PostgreSQL)."""
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("services.engine") / "migrations"))
+
+    def upgrade(connection) -> None:
+        config.attributes["connection"] = connection
+        alembic_command.upgrade(config, "head")
+
+    async with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        await conn.run_sync(upgrade)

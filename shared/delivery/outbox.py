@@ -1,0 +1,297 @@
+"""A channel's durable outbox: what an event asked to send is committed, with the mark that the
+event is handled and the channel's memory of that game, in one transaction; only then is the
+event acknowledged. A worker per recipient sends the rows in order, through the channel's
+``deliver``; a crash at any point loses nothing (pending rows are sent on the next start) and
+sends again at most the rows that were in flight.
+
+A row that still fails after its attempts is *dead*: kept in the table with its error, logged
+with its event and recipient, counted (``avalon_dead_messages_total``, ``dead_count()``), and
+handed to ``on_dead`` so the channel can tell the group or the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Awaitable, Callable
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+
+from shared import ops
+
+from .tables import ChannelGameRow, HandledEvent, OutboxRow, SlotRow
+
+log = logging.getLogger(__name__)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)  # SQLite drops the zone
+
+
+class Undeliverable(Exception):
+    """This message cannot be delivered and trying again will not help: dead at once."""
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message for one recipient. ``body`` is JSON for the channel's wire. A body with
+    ``"slot": NAME`` is remembered once sent (its ``ref``), so that a later body with
+    ``"edit_slot": NAME`` can edit it in place."""
+
+    recipient: str
+    body: dict[str, Any]
+
+
+@dataclass
+class Row:
+    id: int
+    event_id: str
+    game_id: str
+    recipient: str
+    body: dict[str, Any]
+    attempts: int = 0
+
+
+#: deliver(row, slot_ref) -> the sent message's reference (for a slot), or None
+Deliver = Callable[[Row, str | None], Awaitable[str | None]]
+
+
+class Outbox:
+    def __init__(self, engine, channel: str, deliver: Deliver, *, attempts: int = 5, first_delay: float = 0.5,
+                 max_delay: float = 30.0, on_dead: Callable[[Row, str], Awaitable[None]] | None = None) -> None:
+        self.engine = engine  # a SQLAlchemy AsyncEngine on the project's database
+        self.channel = channel
+        self.deliver = deliver
+        self.attempts = attempts
+        self.first_delay, self.max_delay = first_delay, max_delay
+        self.on_dead = on_dead
+        self._queues: dict[str, deque[Row]] = {}
+        self._workers: dict[str, asyncio.Task] = {}
+        self._slots: dict[str, str] = {}
+        self._dead = ops.DEAD_MESSAGES.labels(service="delivery", channel=channel)
+        self._depth = ops.OUTBOX_DEPTH.labels(service=f"{channel}-outbox")
+        self._pending = 0
+        self._closing = False
+
+    # -- start and stop --------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the slots and send what was pending when the process last stopped."""
+        async with self.engine.connect() as conn:
+            slots = await conn.execute(select(SlotRow.slot, SlotRow.ref).where(SlotRow.channel == self.channel))
+            self._slots = dict(slots.all())
+            rows = await conn.execute(
+                select(OutboxRow.id, OutboxRow.event_id, OutboxRow.game_id, OutboxRow.recipient, OutboxRow.body,
+                       OutboxRow.attempts)
+                .where(OutboxRow.channel == self.channel, OutboxRow.state == "pending").order_by(OutboxRow.id))
+            pending = [Row(id, event, game, recipient, json.loads(body), attempts)
+                       for id, event, game, recipient, body, attempts in rows.all()]
+        if pending:
+            log.info("%s outbox: %d messages still to send from before the restart", self.channel, len(pending))
+        self._enqueue(pending)
+
+    async def close(self) -> None:
+        self._closing = True
+        for task in self._workers.values():
+            task.cancel()
+        await asyncio.gather(*self._workers.values(), return_exceptions=True)
+        self._depth.dec(self._pending)
+        self._pending = 0
+
+    # -- staging ---------------------------------------------------------------------------
+
+    async def stage(self, event_id: str, game_id: str, messages: list[Outgoing], game_blob: bytes | None = None
+                    ) -> bool:
+        """Commit these messages, the mark that ``event_id`` is handled and the game's memory, at
+        once. False (and nothing written) when the event was handled before: a redelivery."""
+        now = datetime.now(timezone.utc)
+        try:
+            async with self.engine.begin() as conn:
+                await conn.execute(insert(HandledEvent).values(channel=self.channel, event_id=event_id))
+                ids: list[int] = []
+                for m in messages:
+                    result = await conn.execute(insert(OutboxRow).values(
+                        channel=self.channel, game_id=game_id, event_id=event_id, recipient=m.recipient,
+                        body=json.dumps(m.body, ensure_ascii=False), state="pending", attempts=0,
+                        created_at=now).returning(OutboxRow.id))
+                    ids.append(result.scalar_one())
+                if game_blob is not None:
+                    await conn.execute(self._upsert_game(game_id, game_blob, now))
+        except IntegrityError:
+            return False  # handled before (the mark's primary key)
+        self._enqueue([Row(id, event_id, game_id, m.recipient, m.body) for id, m in zip(ids, messages)])
+        return True
+
+    async def post(self, game_id: str, message: Outgoing, reason: str = "direct") -> None:
+        """A message that no event asked for (a button's redraw), sent in order after what this
+        recipient already has in the outbox (so an edit finds the message it edits)."""
+        now = datetime.now(timezone.utc)
+        async with self.engine.begin() as conn:
+            result = await conn.execute(insert(OutboxRow).values(
+                channel=self.channel, game_id=game_id, event_id=reason, recipient=message.recipient,
+                body=json.dumps(message.body, ensure_ascii=False), state="pending", attempts=0,
+                created_at=now).returning(OutboxRow.id))
+            row_id = result.scalar_one()
+        self._enqueue([Row(row_id, reason, game_id, message.recipient, message.body)])
+
+    async def record_dead(self, event_id: str, game_id: str, recipient: str, error: str) -> None:
+        """An event that produced nothing to send (it could not be rendered): marked handled, and a
+        dead row in its place, logged and counted like any message given up on."""
+        now = datetime.now(timezone.utc)
+        async with self.engine.begin() as conn:
+            exists = await conn.execute(select(HandledEvent.event_id).where(
+                HandledEvent.channel == self.channel, HandledEvent.event_id == event_id))
+            if exists.first() is None:
+                await conn.execute(insert(HandledEvent).values(channel=self.channel, event_id=event_id))
+            await conn.execute(insert(OutboxRow).values(
+                channel=self.channel, game_id=game_id, event_id=event_id, recipient=recipient, body="{}",
+                state="dead", attempts=1, last_error=error[:2000], created_at=now, done_at=now))
+        self._dead.inc()
+        log.error("%s outbox: event %s for %s is dead: %s", self.channel, event_id, recipient, error)
+
+    async def handled(self, event_id: str) -> bool:
+        async with self.engine.connect() as conn:
+            found = await conn.execute(select(HandledEvent.event_id).where(
+                HandledEvent.channel == self.channel, HandledEvent.event_id == event_id))
+            return found.first() is not None
+
+    def _upsert_game(self, game_id: str, blob: bytes, now: datetime):
+        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(ChannelGameRow).values(channel=self.channel, game_id=game_id, blob=blob,
+                                                          updated_at=now)
+        return statement.on_conflict_do_update(index_elements=["channel", "game_id"],
+                                               set_={"blob": blob, "updated_at": now})
+
+    async def games(self) -> dict[str, tuple[bytes, datetime]]:
+        """The channel's memory of every game as last staged, and when: the least recently changed first."""
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(select(ChannelGameRow.game_id, ChannelGameRow.blob, ChannelGameRow.updated_at)
+                                      .where(ChannelGameRow.channel == self.channel)
+                                      .order_by(ChannelGameRow.updated_at))
+            return {game: (blob, _aware(at)) for game, blob, at in rows.all()}
+
+    async def forget_game(self, game_id: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(delete(ChannelGameRow).where(ChannelGameRow.channel == self.channel,
+                                                            ChannelGameRow.game_id == game_id))
+
+    def slot(self, name: str) -> str | None:
+        return self._slots.get(name)
+
+    # -- what operators see ----------------------------------------------------------------
+
+    async def counts(self) -> dict[str, int]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(select(OutboxRow.state, func.count()).where(
+                OutboxRow.channel == self.channel).group_by(OutboxRow.state))
+            return {state: count for state, count in rows.all()}
+
+    async def dead_rows(self) -> list[Row]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                select(OutboxRow.id, OutboxRow.event_id, OutboxRow.game_id, OutboxRow.recipient, OutboxRow.body,
+                       OutboxRow.attempts)
+                .where(OutboxRow.channel == self.channel, OutboxRow.state == "dead").order_by(OutboxRow.id))
+            return [Row(id, event, game, recipient, json.loads(body), attempts)
+                    for id, event, game, recipient, body, attempts in rows.all()]
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    async def idle(self, timeout: float = 30.0) -> None:
+        """Wait until nothing is left to send (tests)."""
+        async def drained() -> None:
+            while self._pending:
+                await asyncio.sleep(0.02)
+        await asyncio.wait_for(drained(), timeout)
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def _enqueue(self, rows: list[Row]) -> None:
+        for row in rows:
+            self._queues.setdefault(row.recipient, deque()).append(row)
+            self._pending += 1
+            self._depth.inc()
+            worker = self._workers.get(row.recipient)
+            if worker is None or worker.done():
+                self._workers[row.recipient] = asyncio.create_task(self._work(row.recipient))
+
+    async def _work(self, recipient: str) -> None:
+        queue = self._queues[recipient]
+        while queue and not self._closing:
+            batch = [queue.popleft()]  # rows that do not wait on each other go to the wire together
+            while queue and not self._waits_on(queue[0], batch):
+                batch.append(queue.popleft())
+            await asyncio.gather(*(self._send(row) for row in batch))
+
+    def _waits_on(self, row: Row, batch: list[Row]) -> bool:
+        wanted = row.body.get("edit_slot")
+        return bool(wanted) and any(other.body.get("slot") == wanted for other in batch)
+
+    async def _send(self, row: Row) -> None:
+        delay = self.first_delay
+        error = ""
+        try:
+            while row.attempts < self.attempts:
+                row.attempts += 1
+                try:
+                    wanted = row.body.get("edit_slot")
+                    ref = await self.deliver(row, self._slots.get(wanted) if wanted else None)
+                except asyncio.CancelledError:
+                    raise
+                except Undeliverable as failure:
+                    error = str(failure) or type(failure).__name__
+                    break
+                except Exception as failure:  # noqa: BLE001 - tried again, then dead and reported
+                    error = f"{type(failure).__name__}: {failure}"[:500]
+                    log.warning("%s outbox: message %d to %s failed (attempt %d of %d): %s", self.channel, row.id,
+                                row.recipient, row.attempts, self.attempts, error)
+                    await self._mark(row, "pending", error)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, self.max_delay)
+                    continue
+                await self._sent(row, ref)
+                return
+            await self._died(row, error or "no attempt left")
+        finally:
+            self._pending -= 1
+            self._depth.dec()
+
+    async def _sent(self, row: Row, ref: str | None) -> None:
+        slot = row.body.get("slot")
+        async with self.engine.begin() as conn:
+            await conn.execute(update(OutboxRow).where(OutboxRow.id == row.id).values(
+                state="sent", attempts=row.attempts, done_at=datetime.now(timezone.utc)))
+            if slot and ref is not None:
+                dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+                await conn.execute(dialect.insert(SlotRow).values(channel=self.channel, slot=slot, ref=ref)
+                                   .on_conflict_do_update(index_elements=["channel", "slot"], set_={"ref": ref}))
+        if slot and ref is not None:
+            self._slots[slot] = ref
+
+    async def _mark(self, row: Row, state: str, error: str) -> None:
+        try:
+            async with self.engine.begin() as conn:
+                await conn.execute(update(OutboxRow).where(OutboxRow.id == row.id).values(
+                    state=state, attempts=row.attempts, last_error=error,
+                    done_at=datetime.now(timezone.utc) if state != "pending" else None))
+        except Exception:  # noqa: BLE001 - the row stays pending: sent again after a restart
+            log.exception("%s outbox: could not record the state of message %d", self.channel, row.id)
+
+    async def _died(self, row: Row, error: str) -> None:
+        await self._mark(row, "dead", error)
+        self._dead.inc()
+        log.error("%s outbox: gave up on message %d of event %s to %s after %d attempts: %s", self.channel,
+                  row.id, row.event_id, row.recipient, row.attempts, error)
+        if self.on_dead is not None:
+            try:
+                await self.on_dead(row, error)
+            except Exception:  # noqa: BLE001
+                log.exception("%s outbox: could not report dead message %d", self.channel, row.id)
