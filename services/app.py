@@ -92,7 +92,8 @@ async def start_bus(settings: Settings, embedded: bool):
             await migrate(store, settings.database_url)
         finally:
             await store.close()
-        bus = InProcessBus(delivery_limit=settings.delivery_limit, inbox_url=settings.database_url)
+        bus = InProcessBus(delivery_limit=settings.delivery_limit, inbox_url=settings.database_url,
+                           confirm_events=10.0)
         await bus.start()  # what a killed run left in the inbox is delivered before anything new
         readiness.register("bus", ready=True)
         return bus

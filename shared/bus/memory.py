@@ -22,8 +22,13 @@ log = logging.getLogger(__name__)
 
 
 class InProcessBus:
-    def __init__(self, *, delivery_limit: int = 5, inbox_url: str | None = None) -> None:
+    def __init__(self, *, delivery_limit: int = 5, inbox_url: str | None = None,
+                 confirm_events: float | None = None) -> None:
         self.delivery_limit = delivery_limit
+        #: publish_events returns once the subscribers have handled the events (at most this many
+        #: seconds): what the engine marks published is then already in a channel's outbox, as
+        #: RabbitMQ's durable queues hold it, so a kill in between loses no event (``avalon run``)
+        self.confirm_events = confirm_events
         #: (body, attempts, the inbox row's key or None)
         self._commands: asyncio.Queue[tuple[bytes, int, str | None]] = asyncio.Queue()
         self.inbox = Inbox(inbox_url) if inbox_url else None
@@ -93,21 +98,37 @@ class InProcessBus:
                 self._settled(key)  # acknowledged: the handler returned
 
     async def publish_event(self, envelope: EventEnvelope, channel: str) -> None:
+        await self._confirmed(self._put(envelope, channel))
+
+    def _put(self, envelope: EventEnvelope, channel: str) -> list[asyncio.Future]:
         key = routing_key(channel, envelope.audience.kind.value, envelope.game_id)
         targets = [q for pattern, _, q in self._subscriptions.values() if topic_matches(pattern, key)]
         if not targets:
             raise Unroutable(key)
+        handled = []
         for queue in targets:
-            queue.put_nowait(envelope)
+            done = asyncio.get_running_loop().create_future() if self.confirm_events else None
+            queue.put_nowait((envelope, done))
+            if done is not None:
+                handled.append(done)
+        return handled
+
+    async def _confirmed(self, handled: list[asyncio.Future]) -> None:
+        if handled:
+            _, late = await asyncio.wait(handled, timeout=self.confirm_events)
+            if late:
+                log.warning("%d events not handled by their subscribers within %.0f s: published anyway",
+                            len(late), self.confirm_events)
 
     async def publish_events(self, envelopes: list[EventEnvelope], channel: str, *,
                              bodies: list[str] | None = None) -> None:
-        unroutable = []
+        unroutable, handled = [], []
         for envelope in envelopes:
             try:
-                await self.publish_event(envelope, channel)
+                handled += self._put(envelope, channel)
             except Unroutable as e:
                 unroutable.append(str(e))
+        await self._confirmed(handled)
         if unroutable:
             raise Unroutable("; ".join(unroutable))
 
@@ -118,15 +139,19 @@ class InProcessBus:
 
     async def _deliver(self, handler: EventHandler, queue: asyncio.Queue) -> None:
         while True:
-            envelope = await queue.get()
-            for attempt in range(self.delivery_limit):
-                try:
-                    await handler(envelope)
-                    break
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("event handler failed (attempt %d)", attempt + 1)
+            envelope, done = await queue.get()
+            try:
+                for attempt in range(self.delivery_limit):
+                    try:
+                        await handler(envelope)
+                        break
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        log.exception("event handler failed (attempt %d)", attempt + 1)
+            finally:
+                if done is not None and not done.done():
+                    done.set_result(None)
 
     async def dead_letters(self) -> list[bytes]:
         dead, self._dead = self._dead, []

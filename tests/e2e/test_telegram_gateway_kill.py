@@ -93,12 +93,15 @@ async def play(fake, group, users, until_over, act_hook) -> None:
             repr(m) for m in fake.messages(group)[-6:]) + "\n" + "\n".join(
             repr(m) for u in users for m in fake.messages(u.private_chat)[-2:])
         await act_hook()
+        pickers = [m for m in fake.messages(group) if m.callback_data and m.callback_data[0].startswith("p:")]
         for message in fake.messages(group):
             data = message.callback_data
             key = (group.id, message.message_id, message.text if data and data[0].startswith("p:") else "",
                    ",".join(data))
             if not data or key in acted:
                 continue
+            if data[0].startswith("p:") and message is not pickers[-1]:
+                continue  # a picker sent twice (in flight at a kill): the leader uses the newest
             if data[0].startswith("p:"):
                 leader = by_name[re.match(r"👑 (\w+):", message.text).group(1)]
                 size = int(re.search(r"pick (\d+)", message.text).group(1))

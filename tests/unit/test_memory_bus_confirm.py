@@ -1,0 +1,60 @@
+"""The embedded bus hands an event on as "published" only once its subscribers have handled it
+(as RabbitMQ's durable queues keep it), so the engine never marks published an event that a kill
+could still take away; a subscriber that hangs holds the engine back a bounded time only."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from shared.bus import InProcessBus
+from shared.protocol import EventEnvelope
+
+
+def envelope(seq: int) -> EventEnvelope:
+    return EventEnvelope.model_validate({"message_id": f"g:{seq}", "game_id": "g", "seq": seq,
+                                         "occurred_at": "2026-01-01T20:00:00Z", "audience": {"kind": "public"},
+                                         "event": {"type": "player_joined", "player": "test:1"}})
+
+
+async def test_publishing_returns_once_every_subscriber_has_handled_the_events():
+    bus = InProcessBus(confirm_events=5.0)
+    handled: list[int] = []
+
+    async def slow(e) -> None:
+        await asyncio.sleep(0.1)
+        handled.append(e.seq)
+
+    await bus.subscribe_events("a", "test.#", slow)
+    await bus.subscribe_events("b", "test.#", slow)
+    await bus.publish_events([envelope(1), envelope(2)], "test")
+    assert sorted(handled) == [1, 1, 2, 2]
+    await bus.close()
+
+
+async def test_a_hanging_subscriber_holds_publishing_back_only_until_the_timeout():
+    bus = InProcessBus(confirm_events=0.3)
+    never = asyncio.Event()
+
+    async def stuck(e) -> None:
+        await never.wait()
+
+    await bus.subscribe_events("a", "test.#", stuck)
+    started = time.monotonic()
+    await bus.publish_event(envelope(1), "test")
+    assert 0.25 <= time.monotonic() - started < 3
+    await bus.close()
+
+
+async def test_without_confirmation_publishing_does_not_wait():
+    bus = InProcessBus()
+    never = asyncio.Event()
+
+    async def stuck(e) -> None:
+        await never.wait()
+
+    await bus.subscribe_events("a", "test.#", stuck)
+    started = time.monotonic()
+    await bus.publish_event(envelope(1), "test")
+    assert time.monotonic() - started < 0.2
+    await bus.close()
