@@ -11,6 +11,7 @@ command handed to the bus is delivered until its handler returns, or dead-letter
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 
 from shared.protocol import CommandEnvelope, EventEnvelope
@@ -19,6 +20,8 @@ from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routi
 from .inbox import Inbox
 
 log = logging.getLogger(__name__)
+#: publish_events' list of the confirmations its publish_event calls are to wait for together
+_COLLECTING: contextvars.ContextVar[list | None] = contextvars.ContextVar("collecting", default=None)
 
 
 class InProcessBus:
@@ -98,7 +101,12 @@ class InProcessBus:
                 self._settled(key)  # acknowledged: the handler returned
 
     async def publish_event(self, envelope: EventEnvelope, channel: str) -> None:
-        await self._confirmed(self._put(envelope, channel))
+        handled = self._put(envelope, channel)
+        collecting = _COLLECTING.get()
+        if collecting is not None:  # within publish_events: confirmed together at its end
+            collecting.extend(handled)
+        else:
+            await self._confirmed(handled)
 
     def _put(self, envelope: EventEnvelope, channel: str) -> list[asyncio.Future]:
         key = routing_key(channel, envelope.audience.kind.value, envelope.game_id)
@@ -123,11 +131,15 @@ class InProcessBus:
     async def publish_events(self, envelopes: list[EventEnvelope], channel: str, *,
                              bodies: list[str] | None = None) -> None:
         unroutable, handled = [], []
-        for envelope in envelopes:
-            try:
-                handled += self._put(envelope, channel)
-            except Unroutable as e:
-                unroutable.append(str(e))
+        token = _COLLECTING.set(handled)
+        try:
+            for envelope in envelopes:
+                try:
+                    await self.publish_event(envelope, channel)
+                except Unroutable as e:
+                    unroutable.append(str(e))
+        finally:
+            _COLLECTING.reset(token)
         await self._confirmed(handled)
         if unroutable:
             raise Unroutable("; ".join(unroutable))
