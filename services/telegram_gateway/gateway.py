@@ -152,17 +152,9 @@ class TelegramGateway:
             return (group,)
         return (self.memory.languages.get(player, group), group)
 
-    @property
-    def _rendered(self) -> dict[str, tuple[str, GameMemo]]:
-        """Player -> (the text ``render`` last drew for them, its game), for ``to_player``."""
-        return self.__dict__.setdefault("_rendered_for", {})
-
     def render(self, envelope: EventEnvelope, reader: str | None, memo: GameMemo | None) -> str:
         recipient = Recipient(reader, self.language_of(reader, memo))
-        html = self.narrator.render(envelope, recipient, "telegram", Context(self.memory.names)).html
-        if reader is not None and memo is not None:  # to_player(reader, html) then knows its game
-            self._rendered[reader] = (html, memo)
-        return html
+        return self.narrator.render(envelope, recipient, "telegram", Context(self.memory.names)).html
 
     def reason(self, reader: str | None, memo: GameMemo | None, reason: str, **params: Any) -> str:
         """A rejection sentence for an alert, in the reader's language (plain text)."""
@@ -188,22 +180,6 @@ class TelegramGateway:
         return f"https://t.me/{self.bot_username}?start=join_{game}"
 
     # -- delivery -----------------------------------------------------------------------
-
-    async def to_group(self, memo: GameMemo, text: str, markup: InlineKeyboardMarkup | None = None):
-        return await self.sender.send(memo.chat_id, text, markup)
-
-    async def to_player(self, player: str, text: str, markup: InlineKeyboardMarkup | None = None,
-                        memo: GameMemo | None = None):
-        """A private message about game ``memo``: headed by the game's name when the player is in
-        more than one open game. Without ``memo``, the game is the one ``render`` drew this very
-        text for, for this player (``to_player(p, gw.render(envelope, p, memo))``)."""
-        user = ids.user_id(player)
-        rendered = self._rendered.pop(player, None)
-        if memo is None and rendered is not None and rendered[0] == text:
-            memo = rendered[1]
-        if user is None:
-            return None
-        return await self.sender.send(user, self.private_text(player, text, memo), markup)
 
     def private_text(self, player: str, text: str, memo: GameMemo | None = None) -> str:
         """What a player reads in private about game ``memo``: ``text``, under a line naming the

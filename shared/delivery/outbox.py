@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -175,11 +175,6 @@ class Outbox:
                                       .where(ChannelGameRow.channel == self.channel)
                                       .order_by(ChannelGameRow.updated_at))
             return {game: (blob, _aware(at)) for game, blob, at in rows.all()}
-
-    async def forget_game(self, game_id: str) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(delete(ChannelGameRow).where(ChannelGameRow.channel == self.channel,
-                                                            ChannelGameRow.game_id == game_id))
 
     def slot(self, name: str) -> str | None:
         return self._slots.get(name)
