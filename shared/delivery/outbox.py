@@ -60,14 +60,21 @@ class Row:
 
 #: deliver(row, slot_ref) -> the sent message's reference (for a slot), or None
 Deliver = Callable[[Row, str | None], Awaitable[str | None]]
+#: deliver_merged(rows): the rows of one recipient and one game sent as one message
+DeliverMerged = Callable[[list[Row]], Awaitable[None]]
 
 
 class Outbox:
     def __init__(self, engine, channel: str, deliver: Deliver, *, attempts: int = 5, first_delay: float = 0.5,
-                 max_delay: float = 30.0, on_dead: Callable[[Row, str], Awaitable[None]] | None = None) -> None:
+                 max_delay: float = 30.0, on_dead: Callable[[Row, str], Awaitable[None]] | None = None,
+                 deliver_merged: DeliverMerged | None = None, linger: float = 0.0) -> None:
         self.engine = engine  # a SQLAlchemy AsyncEngine on the project's database
         self.channel = channel
         self.deliver = deliver
+        #: With ``deliver_merged``, a recipient's rows of one game that are waiting together (what one
+        #: batch of events brings them, staged within ``linger`` seconds) go out as one message.
+        self.deliver_merged = deliver_merged
+        self.linger = linger
         self.attempts = attempts
         self.first_delay, self.max_delay = first_delay, max_delay
         self.on_dead = on_dead
@@ -155,6 +162,11 @@ class Outbox:
         self._dead.inc()
         log.error("%s outbox: event %s for %s is dead: %s", self.channel, event_id, recipient, error)
 
+    async def save_game(self, game_id: str, game_blob: bytes) -> None:
+        """The channel's memory of a game changed without an event (a player's message did it)."""
+        async with self.engine.begin() as conn:
+            await conn.execute(self._upsert_game(game_id, game_blob, datetime.now(timezone.utc)))
+
     async def handled(self, event_id: str) -> bool:
         async with self.engine.connect() as conn:
             found = await conn.execute(select(HandledEvent.event_id).where(
@@ -220,25 +232,47 @@ class Outbox:
 
     async def _work(self, recipient: str) -> None:
         queue = self._queues[recipient]
+        if self.deliver_merged is not None:
+            await self._work_merged(queue)
+            return
         while queue and not self._closing:
             batch = [queue.popleft()]  # rows that do not wait on each other go to the wire together
             while queue and not self._waits_on(queue[0], batch):
                 batch.append(queue.popleft())
             await asyncio.gather(*(self._send(row) for row in batch))
 
+    async def _work_merged(self, queue: deque[Row]) -> None:
+        while queue and not self._closing:
+            if self.linger:
+                await asyncio.sleep(self.linger)  # let the rest of the batch be staged
+            game = queue[0].game_id
+            rows = [queue.popleft()]
+            while queue and queue[0].game_id == game:
+                rows.append(queue.popleft())
+            await self._send(rows)
+
     def _waits_on(self, row: Row, batch: list[Row]) -> bool:
         wanted = row.body.get("edit_slot")
         return bool(wanted) and any(other.body.get("slot") == wanted for other in batch)
 
-    async def _send(self, row: Row) -> None:
+    async def _send(self, rows: Row | list[Row]) -> None:
+        """One row through ``deliver``, or several merged into one message (``deliver_merged``):
+        retried with backoff, then dead."""
+        rows = [rows] if isinstance(rows, Row) else rows
+        row = rows[0]
         delay = self.first_delay
         error = ""
         try:
             while row.attempts < self.attempts:
                 row.attempts += 1
+                for other in rows[1:]:
+                    other.attempts = row.attempts
                 try:
-                    wanted = row.body.get("edit_slot")
-                    ref = await self.deliver(row, self._slots.get(wanted) if wanted else None)
+                    if len(rows) > 1 or self.deliver_merged is not None:
+                        ref = await self.deliver_merged(rows)
+                    else:
+                        wanted = row.body.get("edit_slot")
+                        ref = await self.deliver(row, self._slots.get(wanted) if wanted else None)
                 except asyncio.CancelledError:
                     raise
                 except Undeliverable as failure:
@@ -248,16 +282,19 @@ class Outbox:
                     error = f"{type(failure).__name__}: {failure}"[:500]
                     log.warning("%s outbox: message %d to %s failed (attempt %d of %d): %s", self.channel, row.id,
                                 row.recipient, row.attempts, self.attempts, error)
-                    await self._mark(row, "pending", error)
+                    for each in rows:
+                        await self._mark(each, "pending", error)
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, self.max_delay)
                     continue
-                await self._sent(row, ref)
+                for each in rows:
+                    await self._sent(each, ref)
                 return
-            await self._died(row, error or "no attempt left")
+            for each in rows:
+                await self._died(each, error or "no attempt left")
         finally:
-            self._pending -= 1
-            self._depth.dec()
+            self._pending -= len(rows)
+            self._depth.dec(len(rows))
 
     async def _sent(self, row: Row, ref: str | None) -> None:
         slot = row.body.get("slot")

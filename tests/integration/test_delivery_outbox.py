@@ -157,3 +157,45 @@ async def test_the_games_memory_is_kept_with_the_event_that_changed_it(database)
     assert {game: blob for game, (blob, _) in (await box.games()).items()} == {"g": b"memo after 1",
                                                                                 "h": b"other game"}
     await box.close()
+
+
+class MergingChannel(Channel):
+    """A channel that sends what waits for one reader of one game as one message (mail)."""
+
+    async def deliver_merged(self, rows):
+        await self.hold.wait()
+        texts = [r.body["text"] for r in rows]
+        for text in texts:
+            if self.fail.get(text, 0) > 0:
+                self.fail[text] -= 1
+                raise ConnectionError("the wire is down")
+        self.wire.append((rows[0].recipient, " + ".join(texts)))
+
+
+def merging_outbox(engine, channel: MergingChannel, linger: float = 0.05) -> Outbox:
+    return Outbox(engine, "test", channel.deliver, attempts=3, first_delay=0.01, on_dead=channel.on_dead,
+                  deliver_merged=channel.deliver_merged, linger=linger)
+
+
+async def test_what_one_batch_brings_a_reader_goes_out_as_one_message_per_game(database):
+    channel = MergingChannel()
+    box = merging_outbox(database, channel)
+    await box.start()
+    await box.stage("g:1", "g", say("ann", "votes revealed") + say("bob", "votes revealed"))
+    await box.stage("g:2", "g", say("ann", "quest opens", "your choices"))
+    await box.stage("h:1", "h", say("ann", "another game"))
+    await box.idle()
+    assert sorted(channel.wire) == [("ann", "another game"), ("ann", "votes revealed + quest opens + your choices"),
+                                    ("bob", "votes revealed")]
+    assert (await box.counts()) == {"sent": 5}
+
+
+async def test_a_merged_message_that_fails_is_sent_again_whole_and_never_split(database):
+    channel = MergingChannel()
+    channel.fail["two"] = 1
+    box = merging_outbox(database, channel)
+    await box.start()
+    await box.stage("g:1", "g", say("ann", "one", "two"))
+    await box.idle()
+    assert channel.wire == [("ann", "one + two")]
+    assert (await box.counts()) == {"sent": 2}
