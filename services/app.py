@@ -36,6 +36,8 @@ class ChannelSpec:
 CHANNELS = (
     ChannelSpec("telegram", "telegram_bot_token",
                 "set TELEGRAM_BOT_TOKEN (a bot made with @BotFather) to play in Telegram groups"),
+    ChannelSpec("email", "email_address",
+                "set EMAIL_ADDRESS, EMAIL_SECRET and the SMTP_* and IMAP_* settings to play by email"),
 )
 
 
@@ -235,6 +237,13 @@ class App:
             from services.telegram_gateway.main import TelegramRunner
 
             runner = TelegramRunner(self.settings, bus, on_fatal=self.fail)
+            await runner.start()
+            stack.push_async_callback(runner.stop)
+            return
+        if name == "email":
+            from services.email_gateway.main import EmailRunner
+
+            runner = EmailRunner(self.settings, bus, on_fatal=self.fail)
             await runner.start()
             stack.push_async_callback(runner.stop)
             return

@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
         run=_serve(engine=True, channels=[]))
     sub.add_parser("telegram", help="run the Telegram gateway alone on RabbitMQ (compose)").set_defaults(
         run=_serve(channels=["telegram"]))
+    sub.add_parser("email", help="run the email gateway alone on RabbitMQ (compose)").set_defaults(
+        run=_serve(channels=["email"]))
     sub.add_parser("migrate", help="bring the database schema up to date, then exit").set_defaults(run=_migrate)
     simulate_cli.add_parser(sub)
     from services import demo  # imported here: a Ctrl-C while it loads is handled like any other

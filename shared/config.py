@@ -31,6 +31,30 @@ class Settings(BaseSettings):
     #: chat, messages per minute to one group, messages per second in all ("1,20,30"). Raise them
     #: only for a Bot API server of your own that allows more.
     telegram_limits: str = "1,20,30"
+    #: The email gateway: the narrator's address (with it set, `avalon run` starts the gateway), its
+    #: SMTP server (out) and IMAP mailbox (in); security none | starttls | tls.
+    email_address: str | None = None
+    email_name: str = "Avalon"
+    #: the key that signs each player's reply address (narrator+TOKEN@domain); at least 16 characters
+    email_secret: str | None = None
+    email_time_zone: str = "UTC"  # deadlines for players who set none
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int = 587
+    smtp_security: str = "starttls"
+    smtp_user: str | None = None
+    smtp_password: str | None = None
+    imap_host: str = "127.0.0.1"
+    imap_port: int = 993
+    imap_security: str = "tls"
+    imap_user: str | None = None
+    imap_password: str | None = None
+    imap_folder: str = "INBOX"
+    #: where handled mail is moved; empty: it stays, flagged \Seen and $AvalonDone
+    imap_done_folder: str | None = None
+    #: seconds between checks when the server has no IDLE
+    imap_poll_interval: float = 60.0
+    #: seconds the gateway waits for the rest of a batch before sending a mail
+    email_linger: float = 1.0
 
     @field_validator("log_level")
     @classmethod
@@ -41,6 +65,25 @@ class Settings(BaseSettings):
         if not isinstance(logging.getLevelName(level), int):
             raise ValueError("expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
         return level
+
+    @field_validator("smtp_security", "imap_security")
+    @classmethod
+    def _security(cls, value: str) -> str:
+        value = value.strip().lower()
+        if value not in ("none", "starttls", "tls"):
+            raise ValueError("expected none, starttls or tls")
+        return value
+
+    @field_validator("email_address")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip().lower()
+        local, at, domain = value.partition("@")
+        if not at or not local or "." not in domain or "+" in local or " " in value:
+            raise ValueError("expected the narrator's address, like narrator@example.org (no +tag)")
+        return value
 
     @field_validator("delivery_limit")
     @classmethod

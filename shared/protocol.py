@@ -107,8 +107,25 @@ class ShowBoard(Body):
     type: Literal["show_board"] = "show_board"
 
 
+_ADDRESS = re.compile(r"[^@\s]+@[^@\s.]+(\.[^@\s.]+)+")
+
+
+def plausible_address(address: str) -> bool:
+    """An email address as far as a gateway can tell: one @, a dot in the domain, no spaces, at most
+    254 characters. ``mail:`` and the lower-cased address is an email player's id."""
+    return len(address) <= 254 and _ADDRESS.fullmatch(address) is not None
+
+
+class Invite(Body):
+    """The host seats someone of another channel: the engine answers ``player_invited`` (their gateway
+    invites them; they join with ``join``). ``player`` is ``mail:`` and a lower-cased address."""
+
+    type: Literal["invite"] = "invite"
+    player: str = Field(max_length=254 + 5)
+
+
 SERVICE_COMMANDS: dict[str, type[BaseModel]] = {"remind_phase": RemindPhase, "update_profile": UpdateProfile,
-                                                "show_board": ShowBoard}
+                                                "show_board": ShowBoard, "invite": Invite}
 ALL_COMMANDS = {**COMMAND_MODELS, **SERVICE_COMMANDS}
 
 CommandBody = Annotated[Union[tuple(ALL_COMMANDS.values())], Field(discriminator="type")]  # type: ignore[valid-type]
@@ -211,9 +228,17 @@ class ProfileUpdated(Body):
     language: str | None
 
 
+class PlayerInvited(Body):
+    """To the host and the invitee: ``by`` invited ``player`` to the lobby (not yet seated)."""
+
+    type: Literal["player_invited"] = "player_invited"
+    by: str
+    player: str
+
+
 SERVICE_EVENTS: dict[str, type[BaseModel]] = {
     "command_rejected": CommandRejected, "phase_reminder": PhaseReminder, "profile_updated": ProfileUpdated,
-    "choices_offered": ChoicesOffered, "board_shown": BoardShown,
+    "choices_offered": ChoicesOffered, "board_shown": BoardShown, "player_invited": PlayerInvited,
 }
 ALL_EVENTS = {**EVENT_MODELS, **SERVICE_EVENTS}
 EventBody = Annotated[Union[tuple(ALL_EVENTS.values())], Field(discriminator="type")]  # type: ignore[valid-type]
@@ -248,10 +273,10 @@ class EventEnvelope(BaseModel):
     deadline_at: datetime | None = None  # with phase_opened: when the phase times out
     #: every player who reads it: a public event's are the game's players at that moment (with the one
     #: who left, for player_left; the host, for lobby_opened), a private event's its audience; empty for
-    #: a reply outside the game's stream (seq 0), whose audience says it
+    #: a reply outside the game's stream (seq 0), whose audience says it (player_invited: its audience)
     readers: tuple[str, ...] = ()
-    #: reader -> what the engine knows of them, on lobby_opened, player_joined, player_left and
-    #: game_started (every reader) and profile_updated (that person); empty on the others
+    #: reader -> what the engine knows of them, on lobby_opened, player_joined, player_left,
+    #: game_started and player_invited (every reader) and profile_updated (that person); empty on the others
     people: dict[str, Person] = Field(default_factory=dict)
     event: EventBody
 

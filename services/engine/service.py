@@ -354,6 +354,9 @@ class EngineService(SideCommands):
         if kind == "show_board":
             await self._show_board(env, loaded)
             return
+        if kind == "invite":
+            await self._invite(env, loaded)
+            return
         seed = None
         if kind == "create_game":
             if loaded is None:

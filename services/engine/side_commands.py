@@ -1,4 +1,4 @@
-"""Commands that are not moves of the game: the board, reminders, a person's profile."""
+"""Commands that are not moves of the game: the board, reminders, a person's profile, invitations."""
 
 from __future__ import annotations
 
@@ -7,21 +7,32 @@ from shared.protocol import (
     CommandEnvelope,
     EventEnvelope,
     PhaseReminder,
+    PlayerInvited,
     ProfileUpdated,
     QuestLine,
     audience_model,
+    plausible_address,
     utcnow,
 )
-from services.engine.rules import Audience, pending_players, view
+from services.engine.rules import Audience, Phase, Reason, pending_players, view
 from services.engine.rules import events as core_events
+from services.engine.rules.errors import reject
 
 from .routing import ROUTED as _ROUTED
 from .routing import channels_of, person_of
 from .store import LoadedGame
 
 
+def invitable(player: str) -> bool:
+    """Whether an invitation can reach ``player``: an email player, ``mail:`` and a plausible,
+    lower-cased address (the id the email gateway gives whoever writes from that address)."""
+    address = player.removeprefix("mail:")
+    return player.startswith("mail:") and plausible_address(address) and address == address.lower()
+
+
 class SideCommands:
-    """Mixed into EngineService: uses its _commit, _channels, _remember, _reply_rejected, _persons and store."""
+    """Mixed into EngineService: uses its _commit, _channels, _remember, _reply_rejected, _persons, _people
+    and store."""
 
     async def _show_board(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
         if loaded is None:
@@ -80,3 +91,40 @@ class SideCommands:
         channels = tuple(sorted((channels_of(env.actor) | extra) & _ROUTED))
         await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
                                 events=[(envelope, channels)])
+
+    async def _invite(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
+        """The host invites someone to the lobby: both hear ``player_invited`` (outside the game's
+        stream, not stored in it); the invitee's gateway asks them, and they join with ``join``."""
+        if loaded is None:
+            await self._reply_rejected(env, None, "unknown_game", {}, "There is no such game.")
+            return
+        invitee = env.command.player
+        refusal = _invite_refusal(loaded.state, env.actor, invitee)
+        if refusal is not None:
+            await self._reply_rejected(env, loaded, *refusal)
+            return
+        readers = (env.actor, invitee)
+        envelope = EventEnvelope(
+            message_id=f"invite:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
+            audience=audience_model(Audience.to(*readers)), caused_by=env.message_id, readers=readers,
+            people=await self._people(readers), event=PlayerInvited(by=env.actor, player=invitee))
+        channels = tuple(sorted((channels_of(env.actor) | channels_of(invitee) | {env.channel}) & _ROUTED))
+        await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
+                           events=[(envelope, channels)])
+
+
+def _invite_refusal(state, host: str, invitee: str) -> tuple[Reason | str, dict, str] | None:
+    """Why ``host`` may not invite ``invitee`` now (reason, params, English sentence), if they may not."""
+    if host != state.host:
+        refusal = reject(Reason.NOT_HOST)
+    elif state.phase is not Phase.LOBBY:
+        refusal = reject(Reason.WRONG_PHASE, phase=state.phase)
+    elif not invitable(invitee):
+        return "malformed", {"player": invitee}, "Only an email player (mail:<lower-cased address>) can be invited."
+    elif invitee in state.players:
+        refusal = reject(Reason.ALREADY_JOINED, player=invitee)
+    elif len(state.players) >= state.options.max_players:
+        refusal = reject(Reason.LOBBY_FULL, max=state.options.max_players)
+    else:
+        return None
+    return refusal.reason, refusal.params, refusal.message

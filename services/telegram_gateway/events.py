@@ -173,11 +173,16 @@ class EventPainter:
     async def on_player_joined(self, memo, envelope, e) -> bool:
         if e.player not in memo.players:
             memo.players.append(e.player)
-        if e.player not in self.gw.memory.reachable:
+        if ids.user_id(e.player) is not None and e.player not in self.gw.memory.reachable:
             name = self.gw.memory.names.get(e.player, e.player)
             await self.to_group(memo, self.gw.ui(memo, None, "need_private", name=name,
                                                  link=self.gw.deep_link(memo.game_id)))
         return False
+
+    async def on_player_invited(self, memo, envelope, e) -> bool:
+        """To the host and the invitee: one line in the game's group (the invitee reads their mail)."""
+        await self.to_group(memo, self.gw.render(envelope, None, memo))
+        return True
 
     async def on_player_left(self, memo, envelope, e) -> bool:
         if e.player in memo.players:

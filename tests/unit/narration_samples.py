@@ -14,6 +14,7 @@ from shared.protocol import (
     CommandRejected,
     EventEnvelope,
     PhaseReminder,
+    PlayerInvited,
     ProfileUpdated,
     audience_model,
     event_body,
@@ -77,6 +78,8 @@ def service_envelopes() -> list[EventEnvelope]:
            envelope(PhaseReminder(phase=Phase.VOTE, phase_id=3, seconds_left=90, waiting_for=("p2", "p3")),
                     public, 900),
            envelope(ProfileUpdated(player="p1", display_name="Ann", language="en"), private, 901),
+           envelope(PlayerInvited(by="p1", player="mail:bob@example.org"),
+                    audience_model(ev.Audience.to("p1", "mail:bob@example.org")), 0),
            envelope(event_body(ev.PlayerLeft(player="p4")), public, 902),
            envelope(event_body(ev.OptionsChanged(options=GAMES[1][1])), public, 903),
            envelope(event_body(ev.GameCancelled(by="p1")), public, 904)]

@@ -1,12 +1,15 @@
-"""Group commands around a game: /newgame, /join, /leave, /startgame, /cancel."""
+"""Group commands around a game: /newgame, /join, /leave, /invite, /startgame, /cancel."""
 
 from __future__ import annotations
+
+import re
 
 from aiogram import F, Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import CallbackQuery, Message
 
 from services.engine.rules import Options, Preset
+from shared.protocol import plausible_address
 
 from .. import ids
 from ..callbacks import JoinCb
@@ -69,12 +72,31 @@ async def leave(message: Message, gw) -> None:
         await gw.command(memo.game_id, player, {"type": "leave"})
 
 
+async def invite(message: Message, command: CommandObject, gw) -> None:
+    """``/invite ADDRESS ...``: each address is invited as an email player (``mail:<address>``); the
+    engine says whether the sender may (the host, in the lobby)."""
+    player, memo = await _group_game(message, gw)
+    if memo is None:
+        return
+    words = [w for w in re.split(r"[\s,;]+", command.args or "") if w]
+    if not words:
+        await gw.answer(message, gw.ui(memo, player, "invite_usage"), reply=True)
+        return
+    bad = [w for w in words if not plausible_address(w)]
+    for address in dict.fromkeys(w.lower() for w in words if w not in bad):
+        await gw.command(memo.game_id, player, {"type": "invite", "player": f"mail:{address}"})
+    if bad:
+        await gw.answer(message, gw.ui(memo, player, "invite_invalid", names=", ".join(bad)), reply=True)
+
+
 async def start_game(message: Message, gw) -> None:
     player, memo = await _group_game(message, gw)
     if memo is None:
         return
-    unreachable = [p for p in memo.players if p not in gw.memory.reachable]
-    if unreachable:  # every player must be able to receive their role privately
+    # every Telegram player must be able to receive their role privately (other channels' players are
+    # reached by their own gateway)
+    unreachable = [p for p in memo.players if ids.user_id(p) is not None and p not in gw.memory.reachable]
+    if unreachable:
         names = ", ".join(gw.memory.names.get(p, p) for p in unreachable)
         await gw.answer(message, gw.ui(memo, None, "waiting_private", names=names, link=gw.deep_link(memo.game_id)),
                         reply=True)
@@ -101,6 +123,7 @@ def build() -> Router:
     router.message.register(join, Command("join"), GROUPS)
     router.callback_query.register(join_button, JoinCb.filter())
     router.message.register(leave, Command("leave"), GROUPS)
+    router.message.register(invite, Command("invite"), GROUPS)
     router.message.register(start_game, Command("startgame"), GROUPS)
     router.message.register(cancel, Command("cancel"), GROUPS)
     return router

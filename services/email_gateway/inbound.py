@@ -1,0 +1,268 @@
+"""A mail read as a player meant it, turned into a command on the bus.
+
+Nothing acts unless the mail is a person's (no auto-reply, bounce or mail of ours), seen for the
+first time, not reported as forged by the receiving server, and, for a game, carries a token
+minted for that game and for the very address it comes from. A command's id is derived from
+the mail's Message-ID, so the same mail read twice (a restart between reading and marking it)
+is one command: the engine drops the second."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+
+from shared.protocol import CommandEnvelope
+
+from .compose import phase_of_message_id
+from .memory import MailGame, Pending, open_games_of
+from .reading import IncomingMail, read_mail
+from .wording import Intent, Problem, parse
+
+log = logging.getLogger(__name__)
+PREFIX = "mail:"
+ADDRESS = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
+RE_PREFIX = re.compile(r"^(\s*(re|aw|sv|fw|fwd|tr|antw|réf|ответ|пер|رد|trả lời)\s*(\[\d+\])?\s*:\s*)+", re.I)
+CODE_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
+
+#: intent kind -> the engine command it is (those needing more are handled below)
+SIMPLE = {"join": "join", "leave": "leave", "start": "start_game", "cancel": "cancel_game", "status": "show_board"}
+
+
+class Inbound:
+    def __init__(self, gw) -> None:
+        self.gw = gw
+
+    async def on_mail(self, uid: int, raw: bytes) -> None:
+        """Handle one mail; returns once whatever it asked for is on the bus (then it is marked)."""
+        gw = self.gw
+        mail = read_mail(raw, gw.identity.address)
+        key = mail.message_id or "sha256:" + hashlib.sha256(raw).hexdigest()
+        if mail.kind == "own" or mail.kind == "auto_reply":
+            log.info("mail %s (%s) ignored: %s", uid, key, mail.kind)
+            return
+        if mail.kind == "bounce":
+            if await gw.store.first_time(key, mail.sender):
+                await self.bounced(mail)
+            return
+        if mail.sender is None or not ADDRESS.fullmatch(mail.sender):
+            log.info("mail %s ignored: no usable sender", uid)
+            return
+        if not await gw.store.first_time(key, mail.sender):
+            log.info("mail %s (%s) from %s was read before: nothing done again", uid, key, mail.sender)
+            return
+        try:
+            outcome = await self.act(mail, key)
+        except BaseException:
+            await gw.store.forget(key)  # not on the bus: read again on the next round
+            raise
+        await gw.store.outcome(key, outcome)
+        log.info("mail %s from %s: %s", uid, mail.sender, outcome)
+
+    # -- who is writing, about which game ------------------------------------------------
+
+    async def act(self, mail: IncomingMail, key: str) -> str:
+        gw = self.gw
+        if mail.auth_failure:
+            # a forged From: acting would impersonate a player, answering would write to the victim
+            return f"refused: {mail.auth_failure}"
+        player = PREFIX + mail.sender
+        await gw.store.mark_working(mail.sender)
+        game = None
+        if mail.tokens:
+            for token in mail.tokens:
+                found = gw.tokens.check(token, mail.sender)
+                if found is not None:
+                    game = gw.games.get(found)
+                    break
+            if game is None:
+                await gw.say(mail.sender, None, "not_your_token", mail=mail)
+                return "refused: not this sender's token"
+        parsed = self.read(mail, game)
+        if isinstance(parsed, Intent) and parsed.kind == "new_game":
+            return await self.new_game(mail, key, player, parsed)
+        if game is None:
+            candidates = open_games_of(gw.games, player)
+            if len(candidates) == 1:
+                game = candidates[0]
+                parsed = self.read(mail, game)
+            elif isinstance(parsed, Intent) and parsed.kind in ("help", "rules", "language", "timezone"):
+                return await self.personal(mail, key, player, None, parsed)
+            elif candidates:
+                await gw.say(mail.sender, None, "no_game", mail=mail)
+                return "refused: which game?"
+            else:
+                if await gw.store.may_answer_stranger(mail.sender):
+                    await gw.say(mail.sender, None, "unknown_sender", mail=mail, language=mail.language)
+                    return "stranger answered"
+                return "stranger ignored (answered today)"
+        if isinstance(parsed, Problem):
+            await gw.problem(game, player, parsed, mail)
+            return f"problem: {parsed.reason}"
+        return await self.command(mail, key, player, game, parsed)
+
+    def read(self, mail: IncomingMail, game: MailGame | None) -> Intent | Problem:
+        """The command in the mail's own words, else in its subject (``new game`` is written there)."""
+        parsed = parse(mail.text, *self.names_and_seats(game))
+        if isinstance(parsed, Problem) and mail.subject:
+            subject = RE_PREFIX.sub("", mail.subject).strip()
+            from_subject = parse(subject, *self.names_and_seats(game)) if subject else parsed
+            if isinstance(from_subject, Intent) and (parsed.reason == "unknown_command" or from_subject.kind == "new_game"):
+                return from_subject
+        return parsed
+
+    def names_and_seats(self, game: MailGame | None):
+        if game is None:
+            return {}, ()
+        names = self.gw.roster.names()
+        return ({p: names.get(p) or p.split(":", 1)[1] for p in game.players}, tuple(game.players))
+
+    # -- intents -----------------------------------------------------------------------------
+
+    def phase_of(self, mail: IncomingMail, game: MailGame, intent: Intent) -> int | None:
+        if intent.phase_id is not None:
+            return intent.phase_id
+        for message_id in mail.in_reply_to:
+            found = phase_of_message_id(message_id, self.gw.identity)
+            if found is not None and found[0] == game.game_id and found[1]:
+                return found[1]
+        return game.phase_id or None
+
+    async def command(self, mail: IncomingMail, key: str, player: str, game: MailGame, intent: Intent) -> str:
+        gw = self.gw
+        kind = intent.kind
+        if kind in ("help", "rules", "language", "timezone"):
+            return await self.personal(mail, key, player, game, intent)
+        if kind == "invite":
+            return await self.invite(mail, key, player, game.game_id, intent.text.split())
+        phase_id = self.phase_of(mail, game, intent)
+        names = ", ".join(gw.roster.names().get(t, t) for t in intent.targets)
+        body: dict | None = None
+        if kind in SIMPLE:
+            body = {"type": SIMPLE[kind]}
+            phase_id = None if kind in ("join", "leave", "start", "cancel", "status") else phase_id
+        elif kind in ("approve", "reject"):
+            body = {"type": "cast_vote", "approve": kind == "approve"}
+        elif kind in ("success", "fail"):
+            body = {"type": "play_card", "card": kind}
+        elif kind == "team":
+            body = self.team(game, player, list(intent.targets))
+            if body is None:
+                await gw.save_game(game)
+                await gw.tell_draft(game, player)
+                return "team drafted"
+        elif kind == "pick":
+            target = intent.targets[0]
+            if phase_id == game.phase_id and game.phase == "proposal":
+                if target in game.draft:
+                    game.draft.remove(target)
+                elif len(game.draft) < max(game.team_size, 1):
+                    game.draft.append(target)
+                body = self.team(game, player, list(game.draft)) if len(game.draft) == game.team_size else None
+            if body is None:
+                await gw.save_game(game)
+                await gw.tell_draft(game, player)
+                return "picked"
+        elif kind == "excalibur":
+            if game.phase == "proposal":
+                game.draft_excalibur = intent.targets[0]
+                body = self.team(game, player, list(game.draft)) if len(game.draft) == game.team_size else None
+                if body is None:
+                    await gw.save_game(game)
+                    await gw.tell_draft(game, player)
+                    return "excalibur drafted"
+            else:
+                body = {"type": "use_excalibur", "target": intent.targets[0]}
+        elif kind == "sheathe":
+            body = {"type": "use_excalibur", "target": None}
+        elif kind == "lady":
+            body = {"type": "use_lady", "target": intent.targets[0]}
+        elif kind == "shoot":
+            body = {"type": "assassinate", "target": intent.targets[0]}
+        elif kind == "accuse":
+            body = {"type": "accuse", "target": intent.targets[0]}
+        elif kind == "hand":
+            body = {"type": "hand_shot", "to": intent.targets[0]}
+        elif kind == "say":
+            body = {"type": "confer", "text": intent.text}
+        elif kind == "last_word":
+            body = {"type": "speak_last_word", "text": intent.text}
+        if body is None:
+            await gw.problem(game, player, Problem("unknown_command", intent.language), mail)
+            return "problem: nothing to do"
+        await gw.ensure_profile(player, mail, intent.language, key)
+        command_id = f"{key_id(key)}:0"
+        if kind != "status":
+            game.pending[command_id] = Pending(player, f"what_{kind}", names=names, text=intent.text[:80])
+        await gw.save_game(game)
+        await gw.send(CommandEnvelope(message_id=command_id, game_id=game.game_id, actor=player, channel="email",
+                                      phase_id=phase_id, command=body))
+        return f"sent {body['type']}"
+
+    def team(self, game: MailGame, player: str, team: list[str]) -> dict | None:
+        """The proposal, or None while Excalibur's holder is still to be chosen (kept as a draft)."""
+        offer = game.offer(player)
+        needs_sword = bool(offer and any(c.kind.value == "propose_team" and c.excalibur for c in offer.choices))
+        game.draft = team
+        if needs_sword and (game.draft_excalibur is None or game.draft_excalibur not in team
+                            or game.draft_excalibur == player):
+            return None
+        return {"type": "propose_team", "team": team, "excalibur": game.draft_excalibur if needs_sword else None}
+
+    async def personal(self, mail: IncomingMail, key: str, player: str, game: MailGame | None, intent: Intent) -> str:
+        gw = self.gw
+        if intent.kind in ("help", "rules"):
+            await gw.say(mail.sender, game, intent.kind, mail=mail, language=intent.language)
+            return intent.kind
+        await gw.ensure_profile(player, mail, None, key)
+        profile = {"type": "update_profile", "email": mail.sender}
+        if intent.kind == "language":
+            profile["language"] = intent.text
+        else:
+            profile["time_zone"] = intent.text
+        await gw.send(CommandEnvelope(message_id=f"{key_id(key)}:p", game_id=f"profile:{player}", actor=player,
+                                      channel="email", command=profile))
+        await gw.say(mail.sender, game, "language_set" if intent.kind == "language" else "timezone_set", mail=mail,
+                     language=intent.text if intent.kind == "language" else None,
+                     params={"language": intent.text, "zone": intent.text})
+        return f"profile {intent.kind}"
+
+    async def new_game(self, mail: IncomingMail, key: str, player: str, intent: Intent) -> str:
+        from services.engine.rules import Options
+
+        gw = self.gw
+        code = "mail-" + "".join(secrets.choice(CODE_ALPHABET) for _ in range(6))
+        words = mail.text.lower()
+        flags = {name: True for name in ("lady", "excalibur") if name in words}
+        options = Options.preset_defaults(intent.text or "classic", **flags)
+        await gw.ensure_profile(player, mail, intent.language, key)
+        gw.games[code] = MailGame(code, host=player, title=code)
+        await gw.send(CommandEnvelope(message_id=f"{key_id(key)}:0", game_id=code, actor=player, channel="email",
+                                      command={"type": "create_game", "options": options}))
+        invited = [a for a in ADDRESS.findall(mail.text) if a.lower() not in (mail.sender, gw.identity.address)]
+        if invited:
+            await self.invite(mail, key, player, code, invited)
+        return f"created {code}"
+
+    async def invite(self, mail: IncomingMail, key: str, player: str, game_id: str, addresses: list[str]) -> str:
+        gw = self.gw
+        good = [a.lower() for a in addresses if ADDRESS.fullmatch(a)]
+        if not good:
+            await gw.problem(gw.games.get(game_id), player, Problem("no_address", None), mail)
+            return "problem: no address"
+        for n, address in enumerate(dict.fromkeys(good), start=1):
+            await gw.send(CommandEnvelope(message_id=f"{key_id(key)}:i{n}", game_id=game_id, actor=player,
+                                          channel="email", command={"type": "invite", "player": PREFIX + address}))
+        return f"invited {len(good)}"
+
+    async def bounced(self, mail: IncomingMail) -> None:
+        gw = self.gw
+        for address in mail.bounced:
+            if await gw.store.mark_failing(address, mail.text[:500]):
+                await gw.address_failing(PREFIX + address)
+
+
+def key_id(key: str) -> str:
+    """A short command id from a mail's Message-ID: the same mail always gives the same commands."""
+    return "mail-" + hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[:24]

@@ -1,0 +1,32 @@
+"""What the narrator says by mail in its own words (``locales/<locale>/email_ui.toml``)."""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from typing import Any
+
+from shared.narration.render import ROOT, environment, html_to_text, pick_locale
+
+
+@lru_cache(maxsize=None)
+def _words(locale: str) -> dict[str, str]:
+    return tomllib.loads((ROOT / locale / "email_ui.toml").read_text(encoding="utf-8"))
+
+
+def email_words(locale: str, key: str, **params: Any) -> str:
+    """One of the email gateway's sentences in ``locale`` (plain text); ``_text`` is ``params['text']``."""
+    if key == "_text":
+        return str(params.get("text", ""))
+    locale = pick_locale((locale,))
+    template = environment(locale).from_string(_words(locale)[key])
+    params.setdefault("names", "")
+    rendered = template.render(tz=None, tz_known=False, **params)
+    return html_to_text(rendered)  # autoescaped: back to plain text (a name with < or & stays whole)
+
+
+def problem_text(gw, locale: str, problem) -> str:
+    """Why a mail could not be read as a command, in the reader's language."""
+    display = gw.roster.names()
+    candidates = ", ".join(display.get(p, p.split(":", 1)[-1]) for p in problem.candidates)
+    return email_words(locale, problem.reason, word=problem.word, names=candidates)
