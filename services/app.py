@@ -208,6 +208,10 @@ class App:
 
     async def _start(self, stack: contextlib.AsyncExitStack) -> None:
         s = self.settings
+        if "email" in self.channels:  # a missing setting is said at once, not after the broker answers
+            from services.email_gateway.main import check_settings
+
+            check_settings(s)
         bus = await start_bus(s, self.embedded)
         stack.push_async_callback(bus.close)
         for name in self.channels:  # subscribed before the engine publishes: nothing is missed

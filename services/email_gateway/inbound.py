@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import secrets
 
 from shared.protocol import CommandEnvelope
 
@@ -42,22 +41,20 @@ class Inbound:
         if mail.kind == "own" or mail.kind == "auto_reply":
             log.info("mail %s (%s) ignored: %s", uid, key, mail.kind)
             return
+        if await gw.store.seen(key):
+            log.info("mail %s (%s) was read before: nothing done again", uid, key)
+            return
         if mail.kind == "bounce":
-            if await gw.store.first_time(key, mail.sender):
-                await self.bounced(mail)
+            await self.bounced(mail)
+            await gw.store.remember(key, mail.sender, "bounce")
             return
         if mail.sender is None or not ADDRESS.fullmatch(mail.sender):
             log.info("mail %s ignored: no usable sender", uid)
             return
-        if not await gw.store.first_time(key, mail.sender):
-            log.info("mail %s (%s) from %s was read before: nothing done again", uid, key, mail.sender)
-            return
-        try:
-            outcome = await self.act(mail, key)
-        except BaseException:
-            await gw.store.forget(key)  # not on the bus: read again on the next round
-            raise
-        await gw.store.outcome(key, outcome)
+        # remembered only once acted on: a crash before that reads the mail again, and the commands'
+        # ids (from the Message-ID) make the engine drop what it already has
+        outcome = await self.act(mail, key)
+        await gw.store.remember(key, mail.sender, outcome)
         log.info("mail %s from %s: %s", uid, mail.sender, outcome)
 
     # -- who is writing, about which game ------------------------------------------------
@@ -154,7 +151,10 @@ class Inbound:
                 return "team drafted"
         elif kind == "pick":
             target = intent.targets[0]
-            if phase_id == game.phase_id and game.phase == "proposal":
+            if key in game.drafted:
+                pass  # this very mail toggled it already (read again after a crash)
+            elif phase_id == game.phase_id and game.phase == "proposal":
+                game.drafted = (game.drafted + [key])[-50:]
                 if target in game.draft:
                     game.draft.remove(target)
                 elif len(game.draft) < max(game.team_size, 1):
@@ -232,7 +232,9 @@ class Inbound:
         from services.engine.rules import Options
 
         gw = self.gw
-        code = "mail-" + "".join(secrets.choice(CODE_ALPHABET) for _ in range(6))
+        # from the mail itself: the same mail read again (a crash before it was remembered) is the same game
+        digest = hashlib.sha256(("game:" + key).encode("utf-8", "replace")).digest()
+        code = "mail-" + "".join(CODE_ALPHABET[b % len(CODE_ALPHABET)] for b in digest[:7])
         words = mail.text.lower()
         flags = {name: True for name in ("lady", "excalibur") if name in words}
         options = Options.preset_defaults(intent.text or "classic", **flags)

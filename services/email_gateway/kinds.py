@@ -63,7 +63,8 @@ def kind_of(msg: Message, headers, *, sender: str | None, sender_name: str, mess
         their_local, _, their_domain = sender.rpartition("@")
         if their_domain == domain and their_local.split("+", 1)[0] == base:
             return "own"
-    if message_id and domain and message_id.lower().startswith("avalon.") and message_id.lower().endswith("@" + domain):
+    ours = (message_id or "").lower()
+    if domain and ours.startswith("avalon.") and ours.endswith("@" + domain):
         return "own"
     report = _report_type(msg)
     daemon = bool(sender) and sender.rpartition("@")[0] in DAEMONS

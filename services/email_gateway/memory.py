@@ -34,6 +34,7 @@ class MailGame:
     offers: dict[str, Any] = field(default_factory=dict)  # player -> their ChoicesOffered (dumped)
     draft: list[str] = field(default_factory=list)  # the leader's team in progress (mailto picks)
     draft_excalibur: str | None = None
+    drafted: list[str] = field(default_factory=list)  # the mails whose pick is in the draft (read once)
     pending: dict[str, Pending] = field(default_factory=dict)  # command message_id -> its receipt
     invited: list[str] = field(default_factory=list)
     seen_seq: int = 0

@@ -133,7 +133,8 @@ class Painter:
         return out
 
     def recipient(self, reader: Reader) -> Recipient:
-        return Recipient(reader.player, reader.languages, reader.time_zone or self.gw.default_time_zone)
+        zone = reader.time_zone or self.gw.default_time_zone
+        return Recipient(reader.player, reader.languages, None if zone == "UTC" else zone)  # None: "... UTC"
 
     def context(self, game: MailGame) -> Context:
         return Context(self.gw.roster.names(), {"title": game.title or game.game_id})

@@ -17,7 +17,7 @@ How a text is read (line by line; ``> `` quotes and runs of ``|`` lines are the 
 - A thread header followed by unquoted text (a forwarded or unquoted original) ends the person's
   text: everything after it is the thread.
 - Only the first 5,000 lines are read (reading.py reads at most 256 K characters of a part): an
-  adversarial mail costs a second at most, and a person's words are never below that many.
+  adversarial mail costs about a second, and a person's words are not below that many.
 - Signatures go: from a ``-- `` line or a "Sent from my iPhone" line (in the six languages and the
   reply parser's), a closing formula ("Thanks,", "Met vriendelijke groet", "С уважением", "Trân
   trọng", "با تشکر"...) followed by at most four short lines, a last line "-Ann" or "/John".
@@ -36,7 +36,8 @@ LIB_LANGUAGES = ["en", "de", "da", "sv", "es", "fr", "it", "nl", "cs", "ja", "ko
 _LIB_HEADER = EmailReplyParser(languages=LIB_LANGUAGES).read("").HEADER_REGEX
 _LIB_SENT_FROM = "|".join(lang["sent_from"] for lang in MAIL_LANGUAGES.values() if lang.get("sent_from"))
 
-_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff\u00ad"))
+_INVISIBLE = dict.fromkeys([*map(ord, "\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+                                     "\ufeff\u00ad"), *range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f])
 _MAX_LINE = 1000  # longer lines are never headers (and keep the patterns cheap)
 MAX_LINES = 5000  # lines of a text read at most: the person's words are above or among them
 
@@ -60,6 +61,7 @@ _END_VERB = re.compile(rf"(?:^|[\s\"'>)\]])(?:{_VERB})(?:\s.{{0,200}})?\s*[:：]
 _OPENER = re.compile(r"^[\s\->*_]*(?:(?:on|le|op|am|vào|lúc|در|el|em|il|den|dne|w dniu|dnia|at)\s|\d)", re.I)
 _ADDRESS = re.compile(r"\S@\S")
 _DATE_OR_ADDRESS = re.compile(r"[@\d]")
+_DATE = re.compile(r"\d{1,2}[:.]\d{2}|(?:19|20)\d{2}|[۱۲]\d{3}|\d{1,2}[./-]\d{1,2}")  # a time, a year, a day
 _SEPARATOR = re.compile(
     r"^\s*(?:[-=_]{3,}\s*[^\W\d_][^-=_]{2,60}?\s*[-=_]{3,}|_{8,}|"
     r"(?:begin forwarded message|anfang der weitergeleiteten nachricht|début du message réexpédié|"
@@ -82,12 +84,12 @@ _CLOSING = re.compile(
     r"med vänliga hälsningar|vänliga hälsningar|hälsningar|pozdrawiam|pozdrawiamy|z poważaniem|saludos|"
     r"un saludo|atentamente|cordiali saluti|saluti|grazie|abraços|atenciosamente|obrigad[oa])[\s,.!:;)،؛]*$",
     re.I)
-_DASH_NAME = re.compile(r"^(?:-|/{1,2}|~)\s?[A-Z][\w.'-]*(?:\s[A-Z][\w.'-]*){0,3}$")
+_DASH_NAME = re.compile(r"^(-|/{1,2}|~)[A-Z][\w.'-]*(?:\s[A-Z][\w.'-]*){0,3}$")  # "-Ann", "/John", not "- Bors"
 _SEPARATOR_ONLY = re.compile(r"^[\s\-_=*~—–•.#]*$")
 
 
 def prepare(text: str) -> list[str]:
-    """Lines without invisible marks (bidi controls, zero-width space; not ZWNJ), right-stripped; an
+    """Lines without invisible marks (bidi and C0 controls, zero-width space; not ZWNJ), right-stripped; an
     address wrapped as ``<addr\\n>:`` is joined back so its ``>`` is not read as a quote."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
     lines = [line.rstrip() for line in text.translate(_INVISIBLE).replace("\xa0", " ").split("\n", MAX_LINES)]
@@ -199,7 +201,8 @@ def attribution_start(block: list[str]) -> int:
             continue  # starts inside an address wrapped over two lines
         joined = _join(block[j:e + 1])
         verb = _END_VERB.search(joined) and _DATE_OR_ADDRESS.search(joined)
-        address = _ADDRESS.search(joined) and joined.endswith((":", "：", ">"))
+        address = (_ADDRESS.search(joined) and _DATE.search(joined)
+                   and (joined.endswith((":", "：")) or (joined.endswith(">") and _OPENER.match(block[j]))))
         if verb or address:
             candidates.append(j)
     opening = [j for j in candidates if _OPENER.match(block[j])]
@@ -237,7 +240,9 @@ def clean(block: list[str]) -> list[str]:
         if _CLOSING.match(block[idx].strip()):
             block = _trim(block[:idx])
             break
-    if len(block) > 1 and _DASH_NAME.match(block[-1].strip()):
+    signed = _DASH_NAME.match(block[-1].strip()) if len(block) > 1 else None
+    above = [line.strip() for line in block[:-1] if line.strip()]
+    if signed and above and not above[-1].startswith(signed.group(1)):  # not the last item of a list
         block = _trim(block[:-1])
     return block
 

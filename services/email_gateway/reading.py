@@ -38,6 +38,7 @@ RECIPIENT_HEADERS = ("to", "cc", "delivered-to", "x-original-to", "envelope-to")
 TOKEN = re.compile(r"[a-z0-9-]{8,120}")
 _MSG_ID = re.compile(r"<([^<>\s]+)>")
 _FOLD = re.compile(r"\r?\n[ \t]+")
+_CONTROLS = dict.fromkeys([*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f])  # NUL: not for a database
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def unraw(value: str) -> str:
     """A raw header value as text: 8-bit bytes read as UTF-8 (replacement characters otherwise),
     folding undone."""
     text = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return _FOLD.sub(" ", text).replace("\r", "").replace("\n", " ")
+    return _FOLD.sub(" ", text).replace("\r", "").replace("\n", " ").translate(_CONTROLS)
 
 
 def text_codec(charset: str | None) -> str:
@@ -166,7 +167,7 @@ class Headers:
 
     def text(self, name: str) -> str:
         value = self.first(name)
-        return decode_words(value).strip() if value else ""
+        return decode_words(value).translate(_CONTROLS).strip() if value else ""
 
     def address(self, name: str) -> tuple[str, str | None]:
         """(decoded display name, lower-cased address or None) of the first ``name`` header."""
@@ -175,7 +176,7 @@ class Headers:
             return "", None
         display, address = parseaddr(value)
         address = address.strip().lower()
-        return decode_words(display).strip(), address if "@" in address.strip("@") else None
+        return decode_words(display).translate(_CONTROLS).strip(), address if "@" in address.strip("@") else None
 
     def return_path(self) -> str | None:
         for name in ("return-path", "x-envelope-from", "envelope-from"):

@@ -3,6 +3,7 @@ already read, and each address's standing (failing, a stranger answered today)."
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import insert, select, update
@@ -21,6 +22,14 @@ def _aware(moment: datetime | None) -> datetime | None:
     if moment is None:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Contact:
+    address: str
+    failing: bool
+    failure: str | None
+    answered_at: datetime | None
 
 
 class MailStore:
@@ -46,34 +55,28 @@ class MailStore:
 
     # -- mail read once ---------------------------------------------------------------------
 
-    async def first_time(self, message_id: str, sender: str | None) -> bool:
-        """True the first time a mail with this id is seen (and now remembered); False after."""
+    async def seen(self, message_id: str) -> bool:
+        async with self.engine.connect() as conn:
+            found = await conn.execute(select(SeenMailRow.message_id).where(
+                SeenMailRow.message_id == message_id[:300]))
+            return found.first() is not None
+
+    async def remember(self, message_id: str, sender: str | None, outcome: str) -> None:
+        """This mail has been acted on: the same mail again changes nothing."""
         try:
             async with self.engine.begin() as conn:
                 await conn.execute(insert(SeenMailRow).values(message_id=message_id[:300], sender=sender,
-                                                              outcome="", seen_at=_now()))
+                                                              outcome=outcome[:40], seen_at=_now()))
         except IntegrityError:
-            return False
-        return True
-
-    async def forget(self, message_id: str) -> None:
-        """A mail whose handling failed before its command reached the bus: read it again later."""
-        from sqlalchemy import delete
-
-        async with self.engine.begin() as conn:
-            await conn.execute(delete(SeenMailRow).where(SeenMailRow.message_id == message_id[:300]))
-
-    async def outcome(self, message_id: str, outcome: str) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(update(SeenMailRow).where(SeenMailRow.message_id == message_id[:300])
-                               .values(outcome=outcome[:40]))
+            pass  # read twice at once: remembered by the other
 
     # -- addresses ----------------------------------------------------------------------------
 
-    async def contact(self, address: str) -> ContactRow | None:
+    async def contact(self, address: str) -> Contact | None:
         async with self.engine.connect() as conn:
-            row = (await conn.execute(select(ContactRow).where(ContactRow.address == address))).first()
-        return row[0] if row else None
+            row = (await conn.execute(select(ContactRow.address, ContactRow.failing, ContactRow.failure,
+                                             ContactRow.answered_at).where(ContactRow.address == address))).first()
+        return Contact(row.address, bool(row.failing), row.failure, _aware(row.answered_at)) if row else None
 
     async def mark_failing(self, address: str, failure: str | None) -> bool:
         """Record that mail to ``address`` bounces; True when it was not known to fail before."""
@@ -94,7 +97,7 @@ class MailStore:
         """A stranger is answered at most once a ``every``: True (and noted) when they may be now."""
         now = _now()
         known = await self.contact(address)
-        if known is not None and known.answered_at is not None and now - _aware(known.answered_at) < every:
+        if known is not None and known.answered_at is not None and now - known.answered_at < every:
             return False
         values = {"answered_at": now, "updated_at": now}
         async with self.engine.begin() as conn:

@@ -243,8 +243,12 @@ class Outbox:
 
     async def _work_merged(self, queue: deque[Row]) -> None:
         while queue and not self._closing:
-            if self.linger:
-                await asyncio.sleep(self.linger)  # let the rest of the batch be staged
+            if self.linger:  # let the rest of the batch be staged: until nothing came for a linger (at most 5)
+                for _ in range(5):
+                    waiting = len(queue)
+                    await asyncio.sleep(self.linger)
+                    if len(queue) == waiting:
+                        break
             game = queue[0].game_id
             rows = [queue.popleft()]
             while queue and queue[0].game_id == game:

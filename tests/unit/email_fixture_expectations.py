@@ -105,7 +105,7 @@ FRESH: dict[str, Fresh] = {
     "trimmer__embedded_email_portuguese.txt": F("Olá,", "Qualquer dúvida estamos ai."),
     "trimmer__embedded_email_russian_1.txt": F("Why don't you override particular strings with JS?"),
     "trimmer__embedded_email_russian_2.txt": F("Yes."),
-    "trimmer__embedded_email_spanish_1.txt": F("I've configured Twitter Authentication", "see that error in the\nlogs."),
+    "trimmer__embedded_email_spanish_1.txt": F("I've configured Twitter", "see that error in the\nlogs."),
     "trimmer__embedded_email_spanish_2.txt": F("Igual que siempre", "sin nada raro :/"),
     "trimmer__embedded_email_swedish.txt": F("Hi everyone!", "It was a pleasure to support this event."),
     "trimmer__embedded_email_ukrainian.txt": F("Спасибо еще раз."),

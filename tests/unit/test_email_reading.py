@@ -129,6 +129,18 @@ def test_an_outlook_html_reply_stops_at_its_reply_header():
     assert read(mail(html=page, only_html=True)).text == "Goedkeuren & snel!"
 
 
+def test_an_outlook_html_reply_header_ends_the_text_whatever_its_language():
+    page = ('<div>Approve</div><div id="appendonsend"></div><hr><div id="divRplyFwdMsg"><b>Kimden:</b> Avalon'
+            '<br><b>Gönderildi:</b> 12 Haziran 2023</div><div>Vote now: Approve or Reject?</div>')
+    assert read(mail(html=page, only_html=True)).text == "Approve"
+
+
+def test_what_is_inside_gmails_quote_container_is_never_read_even_without_a_blockquote():
+    page = ('<div dir="ltr">Reject</div><div class="gmail_quote"><div>Vote now: Approve or Reject?</div>'
+            '<div>Bors, Gawain</div></div><div class="gmail_signature">Ann</div>')
+    assert read(mail(html=page, only_html=True)).text == "Reject"
+
+
 def test_a_thunderbird_html_reply_reads_the_text_above_or_below_the_blockquote():
     cite = ('<div class="moz-cite-prefix">Le 12/06/2023 à 10:00, Avalon a écrit&nbsp;:<br></div>'
             '<blockquote type="cite">Pour ou Contre ?</blockquote>')
@@ -183,8 +195,14 @@ def test_a_forwarded_original_below_its_header_is_not_read():
     assert read(mail(body)).text == "approve"
 
 
+@pytest.mark.parametrize("words", ["invite <bob@example.org>", "new game with bob@example.org, carol@example.net:"])
+def test_addresses_written_just_above_a_quote_stay_in_the_text(words: str):
+    assert read(mail(f"{words}\n> Ann proposes a team: Bors, Gawain.\n")).text == words
+
+
 def test_an_attribution_line_in_the_persons_own_words_is_not_taken_for_one():
-    body = "On second thought: approve\n\nOn Mon, Jun 12, 2023 at 10:00 AM Avalon <narrator@example.org> wrote:\n> x\n"
+    body = ("On second thought: approve\n\n"
+            "On Mon, Jun 12, 2023 at 10:00 AM Avalon <narrator@example.org> wrote:\n> x\n")
     assert read(mail(body)).text == "On second thought: approve"
 
 
@@ -196,6 +214,11 @@ def test_an_attribution_line_in_the_persons_own_words_is_not_taken_for_one():
 ])
 def test_a_signature_below_the_words_is_not_read(signature: str):
     assert read(mail(f"pick Bors and Gawain\n\n{signature}\n")).text == "pick Bors and Gawain"
+
+
+@pytest.mark.parametrize("team", ["My team:\n- Bors\n- Gawain", "My team:\n-Bors\n-Gawain", "Pick:\n/Bors\n/Gawain"])
+def test_the_last_item_of_a_list_of_names_is_not_taken_for_a_signature(team: str):
+    assert read(mail(team + "\n")).text == team
 
 
 def test_a_sign_off_alone_is_still_the_persons_text():
@@ -410,7 +433,8 @@ def test_raw_eight_bit_and_unknown_encoded_headers_are_read_without_error():
 
 
 def test_an_enormous_body_is_cut_before_it_is_read():
-    body = "approve\n\nOn Mon, Jun 12, 2023, Avalon <narrator@example.org> wrote:\n" + "> Approve or Reject?\n" * 150_000
+    body = ("approve\n\nOn Mon, Jun 12, 2023, Avalon <narrator@example.org> wrote:\n"
+            + "> Approve or Reject?\n" * 150_000)
     got = read(mail(body))  # 3 MB
     assert got.text == "approve"
     filler = read(mail("approve\n" + "more words of mine\n" * 150_000))
@@ -432,7 +456,8 @@ GARBAGE = [
     b"\x00\xff" * 500,
     b"From: ann@example.org\r\nSubject: no body and no blank line",
     b"Content-Type: multipart/mixed\r\n\r\n--x\r\nContent-Type: text/plain\r\n\r\napprove\r\n",
-    b'Content-Type: multipart/mixed; boundary="b"\r\n\r\n' + b'--b\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n' * 3000,
+    b'Content-Type: multipart/mixed; boundary="b"\r\n\r\n'
+    + b'--b\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n' * 3000,  # nested 3000 deep
     b"Content-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n!!!not base64@@@\r\n",
     b"X-Long: " + b"a" * 300_000 + b"\r\nFrom: ann@example.org\r\n\r\napprove\r\n",
     b"From: <<<@@@>>>\r\nTo: ,,,,@,<>\r\nReferences: <<<>>>\r\nReturn-Path: <<>\r\n\r\n",
@@ -449,11 +474,28 @@ def test_a_garbage_message_is_read_without_raising(data: bytes):
     assert got.kind in ("person", "auto_reply", "bounce", "own")
 
 
+def test_a_mail_that_fails_to_be_read_reads_as_a_persons_with_no_sender_and_no_text(monkeypatch):
+    import services.email_gateway.reading as reading
+
+    def broken(msg):
+        raise RecursionError("too deep")
+
+    monkeypatch.setattr(reading, "body_parts", broken)
+    got = read(mail("approve"))
+    assert (got.kind, got.text, got.sender, got.tokens, got.message_id) == ("person", "", None, (), None)
+
+
+def test_control_characters_never_reach_the_text_or_the_subject():
+    got = read(raw("From: ann@example.org\nSubject: =?UTF-8?Q?Re:_x=00y?=", "app\x00rove\x07\n"))
+    assert (got.text, got.subject) == ("approve", "Re: xy")
+
+
 @given(st.binary(max_size=3000))
 @settings(max_examples=300, deadline=None)
 def test_random_bytes_never_make_the_reader_raise(data: bytes):
     got = read_mail(data, NARRATOR)
     assert isinstance(got, IncomingMail) and isinstance(got.text, str)
+    assert "\x00" not in got.text + got.subject + got.sender_name
 
 
 HEADER_NAMES = ["From", "To", "Cc", "Subject", "Message-ID", "References", "In-Reply-To", "Return-Path",
