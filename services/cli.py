@@ -58,7 +58,8 @@ def _migrate(args) -> int:
 
 def _logging(level: str) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("alembic", "aiogram.event", "apscheduler"):  # a line per migration step / update / job
+    # a line per migration step / update / job / IMAP answer it does not use
+    for noisy in ("alembic", "aiogram.event", "apscheduler", "aioimaplib"):
         if logging.getLogger(noisy).getEffectiveLevel() < logging.WARNING and level != "DEBUG":
             logging.getLogger(noisy).setLevel(logging.WARNING)
 

@@ -63,6 +63,10 @@ class ImapError(Exception):
     """The server refused a command, or the connection ended."""
 
 
+class LoginRefused(ImapError):
+    """The server answered LOGIN with NO: the user or password is wrong; waiting will not help."""
+
+
 def imap_utf7(name: str) -> str:
     """A folder name in IMAP's modified UTF-7 (RFC 3501 section 5.1.3), quoted."""
     runs = re.split(r"([^\x20-\x7e]+)", name)  # odd items: runs of characters to encode
@@ -105,13 +109,15 @@ class MailboxWatcher:
     def __init__(self, host: str, port: int, security: Literal["none", "starttls", "tls"], user: str,
                  password: str, folder: str, state: StateStore, handle: Handler, *,
                  done_folder: str | None = None, poll_interval: float = 60.0, idle_timeout: float = 25 * 60,
-                 validate_certs: bool = True, on_error: Callable[[str], None] | None = None) -> None:
+                 validate_certs: bool = True, on_error: Callable[[str], None] | None = None,
+                 on_refused: Callable[[str], None] | None = None) -> None:
         if security not in ("none", "starttls", "tls"):
             raise ValueError(f"security must be 'none', 'starttls' or 'tls', not {security!r}")
         self.host, self.port, self.security, self.user, self.password = host, port, security, user, password
         self.folder, self.done_folder, self.state, self.handle = folder, done_folder, state, handle
         self.poll_interval, self.idle_timeout, self.validate_certs = poll_interval, idle_timeout, validate_certs
         self.on_error = on_error
+        self.on_refused = on_refused  # a refused login: told once, and the watcher stops
         self.key = f"imap://{user}@{host}:{port}/{folder}"
         self._task: asyncio.Task | None = None
         self._client: aioimaplib.IMAP4 | None = None
@@ -175,6 +181,14 @@ class MailboxWatcher:
                     await self._wait()
             except asyncio.CancelledError:
                 raise
+            except LoginRefused as refused:
+                await self._disconnect(logout=False)
+                if self.on_refused is not None:
+                    self.on_refused(f"IMAP {self.key}: {refused}")
+                    return
+                self._report(f"IMAP {self.key}: {refused}; retrying in {delay:g} s")
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
             except Exception as error:  # noqa: BLE001 - any failure: reconnect later
                 await self._disconnect(logout=False)
                 if self._closing:
@@ -207,7 +221,12 @@ class MailboxWatcher:
         await self._call(client.wait_hello_from_server())
         if self.security == "starttls":
             await self._starttls(client)
-        await self._ok("LOGIN", client.login(aioimaplib.quoted(self.user), self.password))
+        try:
+            await self._ok("LOGIN", client.login(aioimaplib.quoted(self.user), self.password))
+        except ImapError as error:
+            if "LOGIN refused" in str(error):
+                raise LoginRefused(str(error)) from None
+            raise
         await self._call(client.protocol.capability())
         response = await self._ok("SELECT", client.select(imap_utf7(self.folder)))
         found = next((UIDVALIDITY_RE.search(line) for line in response.lines

@@ -79,10 +79,19 @@ class EmailRunner:
         self.watcher = MailboxWatcher(s.imap_host, s.imap_port, s.imap_security, s.imap_user, s.imap_password,
                                       s.imap_folder, self.gateway.store, self.gateway.on_mail,
                                       done_folder=s.imap_done_folder or None, poll_interval=s.imap_poll_interval,
-                                      on_error=self._imap_error)
+                                      on_error=self._imap_error, on_refused=self._refused)
         self.on_fatal = on_fatal
         self._probing: asyncio.Task | None = None
         readiness.register("email", reason="starting")
+
+    def _refused(self, message: str) -> None:
+        """A mail server refused the narrator's login: one line and exit 1 (as for any refused login)."""
+        error = StartupError(f"{message} (check IMAP_USER and IMAP_PASSWORD)" if message.startswith("IMAP")
+                             else message)
+        if self.on_fatal is not None:
+            self.on_fatal(error)
+        else:
+            log.error("%s", error)
 
     def _imap_error(self, message: str) -> None:
         self.imap_problem = re.sub(r"; retrying in .*$", "", message)
@@ -114,7 +123,12 @@ class EmailRunner:
 
         try:
             await retry(f"SMTP {s.smtp_host}:{s.smtp_port} unreachable", self.smtp.probe, log=log, on_wait=waiting,
-                        transient=(OSError, asyncio.TimeoutError, aiosmtplib.SMTPException))
+                        transient=(OSError, asyncio.TimeoutError, aiosmtplib.SMTPConnectError,
+                                   aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError))
+        except aiosmtplib.SMTPAuthenticationError as refused:
+            waiting(one_line(refused))
+            self._refused(f"SMTP {s.smtp_host}:{s.smtp_port} refused SMTP_USER and SMTP_PASSWORD: "
+                          f"{one_line(refused)}")
         except Exception as error:  # noqa: BLE001 - the sends will retry; /readyz says it meanwhile
             waiting(one_line(error))
             log.warning("SMTP %s:%s: %s", s.smtp_host, s.smtp_port, one_line(error))

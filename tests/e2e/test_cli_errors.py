@@ -4,6 +4,7 @@ for a server that comes back by itself; never a traceback."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -17,12 +18,13 @@ import pytest
 from shared.bus.rabbit import RabbitBus
 from tests.fakes.telegram_api import FakeTelegram
 from tests.integration.conftest import amqp_url, rabbit_prefix  # noqa: F401  (fixtures)
+from tests.mailservers import mail_servers  # noqa: F401  (the fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def env_for(tmp_path: Path, **settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("TELEGRAM_BOT_TOKEN", "TELEGRAM_API_URL")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TELEGRAM_", "EMAIL_", "SMTP_", "IMAP_"))}
     env.update({"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'avalon.db'}", "OPS_LISTEN": "off",
                 "PYTHONPATH": str(ROOT)})
     env.update(settings)
@@ -84,6 +86,10 @@ def test_a_closed_pipe_ends_quietly_without_a_traceback(tmp_path):
     ("LOG_LEVEL", "loud", ("LOG_LEVEL", "loud", "DEBUG")),
     ("DELIVERY_LIMIT", "many", ("DELIVERY_LIMIT", "many")),
     ("DELIVERY_LIMIT", "0", ("DELIVERY_LIMIT", "at least 1")),
+    ("SMTP_SECURITY", "bogus", ("SMTP_SECURITY", "bogus", "none, starttls or tls")),
+    ("IMAP_SECURITY", "ssl", ("IMAP_SECURITY", "ssl", "none, starttls or tls")),
+    ("EMAIL_ADDRESS", "narrator+games@example.org", ("EMAIL_ADDRESS", "narrator+games@example.org", "no +tag")),
+    ("EMAIL_ADDRESS", "narrator", ("EMAIL_ADDRESS", "narrator@example.org")),
 ])
 def test_a_bad_setting_is_one_line_naming_it_and_exit_status_2(tmp_path, setting, value, words):
     done = avalon(tmp_path, "run", **{setting: value})
@@ -208,3 +214,102 @@ async def test_the_telegram_gateway_waits_for_an_absent_bot_api_and_plays_once_i
     lines = [line for line in gateway.text().splitlines() if "unreachable" in line]
     assert lines and all(line.count("\n") == 0 and "retrying" in line for line in lines)
     assert "Traceback" not in gateway.text()
+
+
+# -- the email gateway ---------------------------------------------------------------------
+
+EMAIL = dict(EMAIL_ADDRESS="narrator@example.test", EMAIL_SECRET="a-secret-of-thirty-two-characters",
+             SMTP_SECURITY="none", IMAP_SECURITY="none", IMAP_USER="narrator@example.test",
+             IMAP_PASSWORD="narrator-password")
+NO_BROKER = "amqp://guest:guest@127.0.0.1:1/"  # `avalon email` must not wait for it to say what is wrong
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_avalon_email_without_an_address_says_how_to_configure_it(tmp_path):
+    done = avalon(tmp_path, "email", AMQP_URL=NO_BROKER)
+    assert done.returncode == 1
+    one_error_line(done, "EMAIL_ADDRESS", "EMAIL_SECRET", "IMAP_")
+
+
+@pytest.mark.parametrize("command, changed, words", [
+    ("email", {"EMAIL_SECRET": None}, ("EMAIL_SECRET", "16")),
+    ("run", {"EMAIL_SECRET": None}, ("EMAIL_SECRET", "16")),
+    ("email", {"EMAIL_SECRET": "short-secret"}, ("EMAIL_SECRET", "16")),
+    ("email", {"IMAP_USER": None}, ("IMAP_USER",)),
+    ("run", {"IMAP_USER": None}, ("IMAP_USER",)),
+    ("email", {"SMTP_HOST": ""}, ("SMTP_HOST",)),  # what compose passes when .env does not set it
+], ids=["email no secret", "run no secret", "email short secret", "email no IMAP user", "run no IMAP user",
+        "email empty SMTP host"])
+def test_an_email_setting_missing_is_one_line_and_exit_1_before_any_server_is_tried(tmp_path, command, changed,
+                                                                                   words):
+    settings = {k: v for k, v in {**EMAIL, **changed}.items() if v is not None}
+    started = time.monotonic()
+    done = avalon(tmp_path, command, AMQP_URL=NO_BROKER, **settings)
+    assert done.returncode == 1, done.stderr
+    line = one_error_line(done, *words)
+    assert "short-secret" not in done.stderr + done.stdout, "the secret is not shown"
+    assert "RabbitMQ" not in done.stderr and time.monotonic() - started < 30, line
+
+
+def readyz(port: int) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as answer:
+        return answer.code, json.loads(answer.read())
+
+
+async def test_mail_servers_down_at_start_are_waited_for_and_readyz_names_them_until_they_are_back(
+        tmp_path, mail_servers):
+    narrator = mail_servers.add_user("narrator", "narrator-password")
+    await mail_servers.stop_smtp()
+    await mail_servers.stop_imap()
+    ops = closed_port()
+    run = Running(tmp_path, "run", **{**EMAIL, "OPS_LISTEN": f"127.0.0.1:{ops}", "IMAP_USER": narrator,
+                                      "IMAP_HOST": "127.0.0.1", "IMAP_PORT": str(mail_servers.imap_port),
+                                      "SMTP_HOST": "127.0.0.1", "SMTP_PORT": str(mail_servers.smtp_port)})
+    try:
+        await asyncio.to_thread(run.wait_for, "retrying in 1 s", 60, 1)  # the mailbox: a second try
+        await asyncio.to_thread(run.wait_for, "retrying in 1.0 s", 60, 1)  # the SMTP server: a second try
+        status, body = readyz(ops)
+        assert status == 503, body
+        email = body["not_ready"]["email"]
+        assert "IMAP" in email and str(mail_servers.imap_port) in email, email
+        assert f"SMTP 127.0.0.1:{mail_servers.smtp_port}" in email, email
+        assert "narrator-password" not in json.dumps(body) + run.text()
+
+        await mail_servers.start_imap()
+        await mail_servers.start_smtp()
+        deadline = time.monotonic() + 60
+        while (answer := readyz(ops))[0] != 200:
+            assert run.proc.poll() is None, run.text()
+            assert time.monotonic() < deadline, f"not ready once the servers are back: {answer}\n{run.text()}"
+            await asyncio.sleep(0.2)
+        assert answer[1]["components"]["email"] == "ready"
+    finally:
+        code = run.stop()
+    text = run.text()
+    assert code == 0, text
+    assert "Traceback" not in text, text
+
+
+@pytest.mark.parametrize("server", ["IMAP", "SMTP"])
+async def test_a_mail_server_that_refuses_the_narrators_login_is_one_line_and_exit_1(tmp_path, mail_servers,
+                                                                                        server):
+    narrator = mail_servers.add_user("narrator", "narrator-password")
+    settings = {**EMAIL, "IMAP_USER": narrator, "IMAP_PASSWORD": "narrator-password", "IMAP_HOST": "127.0.0.1",
+                "IMAP_PORT": str(mail_servers.imap_port), "SMTP_HOST": "127.0.0.1",
+                "SMTP_PORT": str(mail_servers.smtp_port), "SMTP_USER": narrator, "SMTP_PASSWORD": "narrator-password"}
+    settings[f"{server}_PASSWORD"] = "wrong-password"
+    done = await asyncio.to_thread(avalon, tmp_path, "run", **settings)
+    assert done.returncode == 1, done.stderr
+    line = one_error_line(done, server)
+    assert "wrong-password" not in done.stderr + done.stdout and "narrator-password" not in line

@@ -280,8 +280,8 @@ async def test_the_watcher_reads_over_tls_and_checks_the_certificate(mail_server
     await handled.until(1)
     await w.close()
     assert handled.subjects == ["over tls"]
-    assert f"user=<{narrator}>, method=PLAIN, rip=127.0.0.1, lip=127.0.0.1, mpid=" in mail_servers.log_tail(50)
-    assert all(", TLS, " in line for line in mail_servers.log_tail(50).splitlines() if f"Login: user=<{narrator}>" in line)
+    logins = [line for line in mail_servers.log_tail(50).splitlines() if f"Login: user=<{narrator}>" in line]
+    assert logins and all(", TLS, " in line for line in logins)
 
 
 @TLS

@@ -1,8 +1,7 @@
 """A private Dovecot 2.3 (IMAP + LMTP) for the tests: its own config, users, mail, sockets and log
-under one directory, IMAP on a free loopback port (plain text, no TLS), LMTP on a unix socket.
-
-Dovecot never gives mail access to uid 0, so the mail belongs to an unprivileged user (``nobody``
-when we run as root); the root directory and every directory above it must let that user through.
+under one directory, IMAP on a free loopback port (plain text; TLS too on request), LMTP on a
+unix socket. It runs as root (login processes chroot and switch users); the mail belongs to
+``nobody``, so the root directory and every directory above it must let that user through.
 """
 
 from __future__ import annotations
@@ -106,8 +105,7 @@ def group_signal(pgid: int, signum: int) -> None:
 
 
 def mail_owner() -> tuple[int, int]:
-    if os.geteuid() != 0:
-        return os.geteuid(), os.getegid()
+    """Dovecot never gives mail access to uid 0: the test mail belongs to nobody."""
     entry = pwd.getpwnam("nobody")
     return entry.pw_uid, entry.pw_gid
 
@@ -118,7 +116,7 @@ def check_reachable(root: Path) -> None:
         if not directory.stat().st_mode & 0o001:
             raise PermissionError(
                 f"{directory} is not traversable by other users, so Dovecot's mail user cannot reach "
-                f"{root}: start the mail servers in a directory such as tempfile.mkdtemp()'s")
+                f"{root}: start the mail servers in a directory made by tempfile.mkdtemp()")
 
 
 class Dovecot:
@@ -159,7 +157,8 @@ class Dovecot:
         if openssl is None:
             raise RuntimeError("openssl is needed for the TLS mail server (apt-get install openssl)")
         subprocess.run(
-            [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+            [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+             "-days", "2", "-subj", "/CN=localhost",
              "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
              "-keyout", str(self.root / "key.pem"), "-out", str(self.cert)],
             check=True, capture_output=True)

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import yaml
+from pydantic import TypeAdapter
 
 from services.cli import build_parser
 from shared.config import Settings
@@ -14,7 +15,9 @@ from shared.config import Settings
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
-NARRATOR = ("migrate", "engine", "telegram")
+README = (ROOT / "README.md").read_text()
+NARRATOR = ("migrate", "engine", "telegram", "email")
+EMAIL_SETTINGS = [name.upper() for name in Settings.model_fields if name.startswith(("email_", "smtp_", "imap_"))]
 
 
 def subcommands() -> set[str]:
@@ -22,8 +25,8 @@ def subcommands() -> set[str]:
     return set(next(a for a in parser._actions if a.dest == "command").choices)
 
 
-def test_the_stack_has_a_broker_a_database_a_migration_step_the_engine_and_the_telegram_gateway():
-    assert {"rabbitmq", "db", "migrate", "engine", "telegram"} <= set(SERVICES)
+def test_the_stack_has_a_broker_a_database_a_migration_step_the_engine_and_both_gateways():
+    assert {"rabbitmq", "db", "migrate", "engine", "telegram", "email"} <= set(SERVICES)
 
 
 def test_the_broker_keeps_its_node_name_so_its_queues_survive_down_and_up():
@@ -35,6 +38,7 @@ def test_the_broker_keeps_its_node_name_so_its_queues_survive_down_and_up():
 
 def test_gateways_run_only_behind_their_profile_so_the_engine_can_run_alone():
     assert SERVICES["telegram"]["profiles"] == ["telegram"]
+    assert SERVICES["email"]["profiles"] == ["email"]
     for name in ("rabbitmq", "db", "migrate", "engine"):
         assert "profiles" not in SERVICES[name], name
 
@@ -42,7 +46,7 @@ def test_gateways_run_only_behind_their_profile_so_the_engine_can_run_alone():
 def test_the_services_start_after_one_migration_step_a_healthy_database_and_a_started_broker():
     assert SERVICES["migrate"]["command"] == ["avalon", "migrate"]
     assert SERVICES["migrate"]["depends_on"]["db"]["condition"] == "service_healthy"
-    for name in ("engine", "telegram"):
+    for name in ("engine", "telegram", "email"):
         needs = SERVICES[name]["depends_on"]
         assert needs["migrate"]["condition"] == "service_completed_successfully"
         # not service_healthy: the services connect with retries as soon as it listens, instead of
@@ -58,11 +62,11 @@ def seconds(duration: str) -> int:
 def test_healthchecks_are_true_and_quick_where_a_service_waits_on_them():
     # start_interval would be the way, but needs Docker Engine 25: the intervals themselves are short
     assert "127.0.0.1" in SERVICES["db"]["healthcheck"]["test"], "pg_isready over TCP, not the init socket"
-    for name in ("db", "engine", "telegram"):
+    for name in ("db", "engine", "telegram", "email"):
         check = SERVICES[name]["healthcheck"]
         assert check["test"] and seconds(check["interval"]) <= 5 and "start_interval" not in check, name
     assert SERVICES["rabbitmq"]["healthcheck"]["test"]
-    for name in ("engine", "telegram"):
+    for name in ("engine", "telegram", "email"):
         assert "/readyz" in " ".join(SERVICES[name]["healthcheck"]["test"]), name
         assert SERVICES[name]["environment"]["OPS_LISTEN"].startswith("0.0.0.0:"), name
 
@@ -96,6 +100,61 @@ def test_the_services_reach_postgresql_and_rabbitmq_by_their_compose_names_with_
     for setting in fields:
         if setting.startswith("telegram_") or setting in ("bus_prefix", "delivery_limit", "log_level"):
             assert setting.upper() in telegram, f"{setting.upper()} cannot be set through compose"
+
+
+def test_the_email_gateway_runs_avalon_email_needing_what_the_telegram_gateway_needs():
+    assert SERVICES["email"]["command"] == ["avalon", "email"]
+    assert SERVICES["email"]["depends_on"] == SERVICES["telegram"]["depends_on"]
+    assert SERVICES["email"]["healthcheck"] == SERVICES["telegram"]["healthcheck"]
+
+
+def test_every_email_setting_can_be_set_through_compose():
+    env = SERVICES["email"]["environment"]
+    missing = [name for name in EMAIL_SETTINGS if name not in env]
+    assert not missing, f"not passed to the email service: {missing}"
+    for setting in ("bus_prefix", "delivery_limit", "log_level"):
+        assert setting.upper() in env
+
+
+def test_a_default_compose_fills_in_is_the_settings_own_default():
+    # `${SMTP_PORT:-587}` must say what shared/config.py says; an empty one (`${SMTP_HOST:-}`) is for
+    # a value the host must give
+    for service in ("telegram", "email"):
+        for name, value in SERVICES[service]["environment"].items():
+            found = re.fullmatch(r"\$\{(\w+):-(.*)\}", str(value))
+            if not found or not found.group(2):
+                continue
+            assert found.group(1) == name, f"{service}: {name} reads ${{{found.group(1)}}}"
+            field = Settings.model_fields[name.lower()]
+            given = TypeAdapter(field.annotation).validate_python(found.group(2))
+            assert given == field.default, f"{service}: {name} defaults to {found.group(2)}, not {field.default}"
+
+
+def documented_in_the_readme() -> set[str]:
+    """The variables in the first column of the README's settings table: one table, as Markdown
+    renders it (a blank line ends a table; rows after it are no longer part of it)."""
+    section = README.split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
+    lines = section.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| variable |"))
+    names = set()
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        names.update(re.findall(r"`([A-Z][A-Z0-9_]+)`", line.split("|")[1]))
+    return names
+
+
+def test_every_setting_has_a_row_in_the_readme_settings_table():
+    missing = [name.upper() for name in Settings.model_fields if name.upper() not in documented_in_the_readme()]
+    assert not missing, f"not in the README's settings table: {missing}"
+
+
+def test_every_setting_is_in_env_example():
+    example = (ROOT / ".env.example").read_text()
+    listed = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", example, re.M))
+    missing = [name.upper() for name in Settings.model_fields if name.upper() not in listed]
+    assert not missing, f"not in .env.example: {missing}"
+    assert set(EMAIL_SETTINGS) <= listed
 
 
 def test_the_dockerfile_installs_the_package_on_python_311_and_runs_avalon():
