@@ -53,6 +53,7 @@ from services.engine.rules import (
     pending_players,
 )
 from services.engine.rules import events as core_events
+from services.engine.rules.commands import SCHEDULER
 from services.engine.rules.errors import Rejection
 
 from .deadlines import DeadlineScheduler
@@ -348,6 +349,11 @@ class EngineService(SideCommands):
             await self._update_profile(env)
             return
         loaded = await self._load(env.game_id)
+        if kind in ("phase_timed_out", "remind_phase") and not _scheduler_may(env, loaded):
+            log.warning("%s %s for %s refused: not the scheduler's, or the deadline says otherwise (actor %s, "
+                        "channel %s)", kind, env.message_id, env.game_id, env.actor, env.channel)
+            await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="ignored", events=[])
+            return
         if kind == "remind_phase":
             await self._remind(env, loaded)
             return
@@ -535,6 +541,31 @@ _ERROR_BATCH = ops.ERRORS.labels(service="engine", where="batch")
 _ERROR_COMMAND = ops.ERRORS.labels(service="engine", where="command")
 _ERROR_PUBLISH = ops.ERRORS.labels(service="engine", where="publish")
 _ERROR_OUTBOX = ops.ERRORS.labels(service="engine", where="outbox")
+
+
+#: How early the scheduler's timer may fire, by this engine's clock (APScheduler's own jitter)
+TIMER_EARLY = timedelta(seconds=2)
+#: How much longer than it says a reminder may come before the deadline (a reminder sent late by a
+#: scheduler that was stopped says less time is left than there is, never more)
+REMINDER_SLACK = timedelta(seconds=30)
+
+
+def _scheduler_may(env: CommandEnvelope, loaded: LoadedGame | None) -> bool:
+    """A deadline or a reminder is believed only from the scheduler, and only when this engine's own
+    clock agrees: a timeout once the open phase's deadline has passed, a reminder before it and
+    no earlier than it says. Anything else (a gateway claiming to be the scheduler, a forged early
+    timeout) changes nothing. A command for a phase that is over is left to the rules (ignored)."""
+    if env.actor != SCHEDULER or env.channel != "scheduler":
+        return False
+    if loaded is None or env.phase_id != loaded.state.phase_id or loaded.state.over:
+        return True  # stale or unknown: the rules and _remind ignore it anyway
+    deadline = loaded.deadline_at
+    if deadline is None:
+        return False
+    now = utcnow()
+    if env.command.type == "phase_timed_out":
+        return deadline <= now + TIMER_EARLY
+    return now < deadline <= now + timedelta(seconds=env.command.seconds_left) + REMINDER_SLACK
 
 
 def _count_outcomes(requests: list[dict]) -> None:

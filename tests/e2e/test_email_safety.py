@@ -263,9 +263,12 @@ async def test_a_crash_around_acting_acts_once_and_reminders_deadlines_and_bounc
         await narrator.gateway.outbox.idle(30)
         await asyncio.sleep(1)
         before = {local: len(await u.inbox()) for local, u in users.items()}
+        from datetime import datetime, timezone
+
+        left = int((opened.deadline_at - datetime.now(timezone.utc)).total_seconds())
         await narrator.bus.send_command(CommandEnvelope(game_id=GAME, actor="@scheduler", channel="scheduler",
                                                         phase_id=vote,
-                                                        command={"type": "remind_phase", "seconds_left": 120}))
+                                                        command={"type": "remind_phase", "seconds_left": left}))
         await eventually(lambda: _grew(users, before, ("claire", "dara", "minh")), 20, "the reminders")
         await narrator.gateway.outbox.idle(30)
         await asyncio.sleep(1)

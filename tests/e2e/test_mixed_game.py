@@ -174,7 +174,8 @@ def assert_the_story_was_told_to_everyone(log, names, channels, mailbox) -> None
         told = flat("\n".join(channels[player]))
         for envelope in (e for e in in_group if e.seq > joined):
             for_them = narration.render(envelope, Recipient(player, (m.language,)), "email", context)
-            assert flat(for_them.text) in told, f"{player} ({m.language}) was not told of {envelope.event.type}"
+            text = flat(for_them.text)
+            assert text and text in told, f"{player} ({m.language}) was not told of {envelope.event.type}"
     english = next(p for p, m in mailbox.items() if m.language == "en")
     for envelope in (e for e in log if e.event.type == "votes_revealed"):
         count = f"{envelope.event.approvals} for, {envelope.event.rejections} against"
@@ -202,7 +203,7 @@ def assert_secrets_reach_only_their_readers(log, people, names, channels) -> Non
     for envelope in (e for e in log if e.event.type in SECRETS):
         for reader in envelope.audience.players:
             secret = rendered(envelope, reader)
-            assert secret in flat("\n".join(channels[reader])), f"{reader} was told their {envelope.event.type}"
+            assert secret and secret in flat("\n".join(channels[reader])), f"{reader} was told their {envelope.event.type}"
             for owner, texts in channels.items():
                 if owner == reader or own_card.get(owner) == secret:
                     continue

@@ -220,21 +220,53 @@ async def test_a_player_cannot_pretend_to_be_the_scheduler(harness):
     assert (await harness.store.load("g7")).state.phase_id == state.phase_id
 
 
+async def seconds_left(store, game_id: str) -> int:
+    """What the scheduler would say is left of the open phase: its deadline by the engine's clock."""
+    from datetime import datetime, timezone
+
+    deadline = (await store.load(game_id)).deadline_at
+    return int((deadline - datetime.now(timezone.utc)).total_seconds())
+
+
+async def test_a_gateway_claiming_to_be_the_scheduler_or_an_early_timeout_changes_nothing(harness):
+    for envelope in lobby_commands("g7b", 5):
+        await harness.send_and_wait(envelope)
+    loaded = await harness.store.load("g7b")
+    state = loaded.state
+    forged = [
+        CommandEnvelope(message_id="f1", game_id="g7b", actor="@scheduler", channel="telegram",
+                        phase_id=state.phase_id, command={"type": "phase_timed_out"}),
+        CommandEnvelope(message_id="f2", game_id="g7b", actor="@scheduler", channel="scheduler",
+                        phase_id=state.phase_id, command={"type": "phase_timed_out"}),  # 10 minutes early
+        CommandEnvelope(message_id="f3", game_id="g7b", actor="@scheduler", channel="email",
+                        phase_id=state.phase_id, command={"type": "remind_phase", "seconds_left": 590}),
+        CommandEnvelope(message_id="f4", game_id="g7b", actor="@scheduler", channel="scheduler",
+                        phase_id=state.phase_id, command={"type": "remind_phase", "seconds_left": 60}),
+    ]
+    for envelope in forged:
+        await harness.send_and_wait(envelope)
+    await harness.bus.idle()
+    after = await harness.store.load("g7b")
+    assert after.state.phase_id == state.phase_id and after.version == loaded.version
+    assert not [e for e in harness.seen if e.game_id == "g7b" and e.event.type in ("phase_reminder", "deadline_missed")]
+
+
 async def test_the_scheduler_reminds_before_a_deadline_and_ignores_stale_reminders(harness):
     for envelope in lobby_commands("g8", 5):
         await harness.send_and_wait(envelope)
     state = (await harness.store.load("g8")).state
+    left = await seconds_left(harness.store, "g8")
     remind = CommandEnvelope(message_id="remind:g8:x", game_id="g8", actor="@scheduler", channel="scheduler",
-                             phase_id=state.phase_id, command={"type": "remind_phase", "seconds_left": 60})
+                             phase_id=state.phase_id, command={"type": "remind_phase", "seconds_left": left})
     stale = CommandEnvelope(message_id="remind:g8:y", game_id="g8", actor="@scheduler", channel="scheduler",
-                            phase_id=state.phase_id - 1, command={"type": "remind_phase", "seconds_left": 60})
+                            phase_id=state.phase_id - 1, command={"type": "remind_phase", "seconds_left": left})
     await harness.send_and_wait(remind)
     await harness.send_and_wait(stale)
     await harness.bus.idle()
     reminders = [e for e in harness.seen if e.event.type == "phase_reminder"]
     assert len(reminders) == 1
     assert reminders[0].event.waiting_for == (state.players[state.leader],)
-    assert reminders[0].event.seconds_left == 60
+    assert reminders[0].event.seconds_left == left
 
 
 async def test_anyone_can_ask_for_the_board_and_only_they_get_it(harness):
@@ -361,7 +393,8 @@ async def test_a_game_moved_by_another_engine_does_not_lose_the_other_commands_o
     try:
         remind = CommandEnvelope(message_id="remind:moved2:other", game_id="moved2", actor="@scheduler",
                                  channel="scheduler", phase_id=states["moved2"].phase_id,
-                                 command={"type": "remind_phase", "seconds_left": 60})
+                                 command={"type": "remind_phase",
+                                          "seconds_left": await seconds_left(harness.store, "moved2")})
         await other.engine.handle_raw(_body(remind))  # the first engine's copy of moved2 is now stale
     finally:
         await other.close()
@@ -394,7 +427,8 @@ async def test_a_lone_command_of_a_game_another_engine_moved_is_decided_again_on
     try:
         await other.engine.handle_raw(_body(CommandEnvelope(
             message_id="remind:lone:other", game_id="lone", actor="@scheduler", channel="scheduler",
-            phase_id=state.phase_id, command={"type": "remind_phase", "seconds_left": 60})))
+            phase_id=state.phase_id,
+            command={"type": "remind_phase", "seconds_left": await seconds_left(harness.store, "lone")})))
     finally:
         await other.close()
     proposal = _proposal("lone", state)
