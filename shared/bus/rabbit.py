@@ -53,6 +53,10 @@ from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routi
 log = logging.getLogger(__name__)
 
 COMMAND_ROUTING_KEY = "command"
+#: seconds between reconnection attempts (overridable with ?reconnect_interval= in AMQP_URL)
+RECONNECT_INTERVAL = 0.5
+#: what a handler meets when the broker connection goes away under it
+CONNECTION_ERRORS = (AMQPError, ChannelInvalidStateError, ConnectionError, aiormq.exceptions.AMQPError)
 _CLOSE_TIMEOUT = 5.0
 
 
@@ -85,6 +89,8 @@ class RabbitBus:
         self.dead_queue_name = f"{prefix}.dead"
 
         self._connection: AbstractRobustConnection | None = None
+        self._lost = False  # the connection is down: told once, not per command in flight
+        self._closing = False
         self._publish_channel: AbstractRobustChannel | None = None
         self._commands_exchange: AbstractExchange | None = None
         self._events_exchange: AbstractExchange | None = None
@@ -116,7 +122,12 @@ class RabbitBus:
     async def start(self) -> None:
         if self._connection is not None:
             return
-        self._connection = await aio_pika.connect_robust(self.url)
+        self._closing = False
+        # back within a second of the broker (aio-pika waits 5 s between tries by default)
+        extra = {} if "reconnect_interval" in self.url else {"reconnect_interval": RECONNECT_INTERVAL}
+        self._connection = await aio_pika.connect_robust(self.url, **extra)
+        self._connection.close_callbacks.add(self._on_connection_lost)
+        self._connection.reconnect_callbacks.add(self._on_reconnected)
         try:
             channel = await self._connection.channel(publisher_confirms=True, on_return_raises=True)
             self._publish_channel = channel
@@ -141,6 +152,7 @@ class RabbitBus:
     async def close(self) -> None:
         if self._connection is None:
             return
+        self._closing = True  # our own close is no loss to report
         # while the robust connection is reconnecting, every channel operation would wait for it:
         # then skip straight to closing the connection (the broker has dropped the consumers already)
         connected = self._connection.connected.is_set()  # type: ignore[attr-defined]
@@ -337,6 +349,24 @@ class RabbitBus:
         channel.reopen_callbacks.add(consume_again)
         self._consumers.append((self.commands_queue_name, cancel))
 
+    def _on_connection_lost(self, *_args) -> None:
+        if not self._lost and not self._closing:
+            self._lost = True
+            log.warning("RabbitMQ connection lost: reconnecting (commands in flight are delivered again)")
+
+    def _on_reconnected(self, *_args) -> None:
+        if self._lost:
+            log.info("RabbitMQ connection back")
+        self._lost = False
+
+    def _connection_trouble(self, error: BaseException) -> bool:
+        """A handler failed because the broker connection went away under it (an expected event,
+        told once by _on_connection_lost): no line per command; the broker delivers it again."""
+        if not (self._lost or isinstance(error, CONNECTION_ERRORS)):
+            return False
+        log.debug("a command in flight was cut off by the connection's loss: %r", error)
+        return True
+
     async def _handle_command(self, handler: CommandHandler, message: "_Delivery", acker: "_Acker") -> None:
         try:
             await handler(message.body)
@@ -345,8 +375,9 @@ class RabbitBus:
             await acker.reject(message, requeue=False)
         except asyncio.CancelledError:
             raise  # shutting down: left unacked (abandoned, see _Acker.watch), the broker delivers it again
-        except Exception:
-            log.exception("command handler failed (delivery count %s)", _delivery_count(message))
+        except Exception as error:
+            if not self._connection_trouble(error):
+                log.exception("command handler failed (delivery count %s)", _delivery_count(message))
             await acker.reject(message, requeue=True)
         else:
             acker.ack(message)
@@ -522,7 +553,9 @@ async def _settle(message: AbstractIncomingMessage, action: Any) -> None:
     """Ack or reject; if the delivery's channel is gone, the broker has requeued the message already."""
     try:
         await action
-    except (ChannelInvalidStateError, MessageProcessError, AMQPError, ConnectionError) as e:
+    except ChannelInvalidStateError as e:  # its channel went with the connection (told once, on the loss)
+        log.debug("could not settle message %s (%r); the broker will deliver it again", message.message_id, e)
+    except (MessageProcessError, AMQPError, ConnectionError) as e:
         log.warning("could not settle message %s (%r); the broker will deliver it again", message.message_id, e)
 
 

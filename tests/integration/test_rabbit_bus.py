@@ -688,3 +688,34 @@ async def test_a_stuck_subscription_does_not_hold_back_another_subscriptions_ack
     await quiet(0.3)
     assert again_fast == [], "the fast subscription's events were acknowledged"
     assert [e.seq for e in again_stuck] == list(range(1, 21))
+
+
+async def test_commands_in_flight_when_the_broker_connection_closes_are_one_log_line_not_a_traceback_each(
+    proxy, make_rabbit_bus, caplog,
+):
+    bus = await make_rabbit_bus(via=proxy.url_through(reconnect_interval=0.1))
+    started, handled = asyncio.Event(), []
+    hold = asyncio.Event()
+
+    async def handler(body: bytes) -> None:
+        text = CommandEnvelope.model_validate_json(body).command.text
+        if not hold.is_set():
+            started.set()
+            await asyncio.sleep(0.3)
+            raise ConnectionError("the broker connection is gone")  # as a publish fails in a close
+        handled.append(text)
+
+    await bus.consume_commands(handler)
+    for n in range(10):
+        await bus.send_command(command(f"c{n}"))
+    await asyncio.wait_for(started.wait(), TIMEOUT)
+    with caplog.at_level("INFO", logger="shared.bus.rabbit"):
+        proxy.cut()
+        await asyncio.sleep(0.5)
+        hold.set()
+        await eventually(lambda: len(set(handled)) == 10, "every command handled once the broker is back")
+    records = [r for r in caplog.records if r.name == "shared.bus.rabbit"]
+    assert not [r for r in records if r.levelname == "ERROR" or r.exc_info], [r.getMessage() for r in records]
+    lost = [r for r in records if "connection lost" in r.getMessage()]
+    assert len(lost) == 1, [r.getMessage() for r in records]
+    await bus.close()
