@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from email.message import EmailMessage
@@ -64,6 +65,21 @@ class Narrator:
         await self.engine.stop()
         await self.bus.close()
         await self.store.close()
+
+
+async def wait_until(predicate, timeout: float, what: str, tick=None):
+    """The value of ``await predicate()`` once truthy (``tick`` awaited before each look), or an
+    AssertionError naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if tick is not None:
+            await tick()
+        value = await predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout} s")
+        await asyncio.sleep(0.2)
 
 
 def links_of(message: EmailMessage) -> list[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-import time
 from email.message import EmailMessage
 
 from aiogram.client.default import DefaultBotProperties
@@ -19,7 +18,7 @@ from services.engine.deadlines import DeadlineScheduler
 from services.engine.service import EngineService
 from services.telegram_gateway.gateway import TelegramGateway
 from services.telegram_gateway.sender import Limits
-from tests.e2e.email_support import MailPlayer, Narrator
+from tests.e2e.email_support import MailPlayer, Narrator, wait_until  # noqa: F401 - used by the mixed test
 
 FAST = Limits(per_chat_interval=0.0, group_per_minute=10**6, global_per_second=10**6)
 
@@ -91,19 +90,6 @@ def said(fake, chat) -> list[str]:
         out.extend(text for text, _markup in message.history)
         out.append(message.text)
     return out
-
-
-async def wait_until(predicate, timeout: float, what: str, tick=None):
-    deadline = time.monotonic() + timeout
-    while True:
-        if tick is not None:
-            await tick()
-        value = await predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        await asyncio.sleep(0.2)
 
 
 class TelegramTable:

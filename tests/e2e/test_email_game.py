@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 
-import pytest
 
 from services.email_gateway.wording import link_body
-from tests.e2e.email_support import MailPlayer, Narrator
+from tests.e2e.email_support import MailPlayer, Narrator, wait_until
 from tests.mailservers import MailUser, mail_servers  # noqa: F401 - the fixture
 
 PLAYERS = [("host", "en", "below"), ("anna", "ru", "above"), ("bao", "vi", "click"), ("claire", "fr", "below"),
@@ -35,19 +33,6 @@ class TypedPlayer(MailPlayer):
         if not isinstance(intent, Intent):
             return body
         return link_body(self.language, intent.kind, [players[t] for t in intent.targets], intent.phase_id)
-
-
-async def wait_until(predicate, timeout: float, what: str, tick=None):
-    deadline = time.monotonic() + timeout
-    while True:
-        if tick is not None:
-            await tick()
-        value = await predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        await asyncio.sleep(0.2)
 
 
 async def test_seven_players_play_a_whole_game_with_lady_and_excalibur_by_email(mail_servers, tmp_path):

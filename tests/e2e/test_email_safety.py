@@ -8,14 +8,13 @@ those who still have to act, and deadlines in each player's own time zone."""
 from __future__ import annotations
 
 import asyncio
-import time
 from zoneinfo import ZoneInfo
 
 from babel.dates import format_datetime
 
 from services.email_gateway.wording import link_body
 from shared.protocol import CommandEnvelope
-from tests.e2e.email_support import Narrator, links_of, read_link
+from tests.e2e.email_support import Narrator, links_of, read_link, wait_until
 from tests.mailservers import MailUser, mail_servers  # noqa: F401 - the fixture
 
 GAME = "mail-safety"
@@ -25,14 +24,7 @@ PEOPLE = [("ann", "Ann", "en"), ("boris", "Boris", "ru"), ("claire", "Claire", "
 
 
 async def eventually(check, timeout: float = 30.0, what: str = "it"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        await asyncio.sleep(0.2)
+    return await wait_until(check, timeout, what)
 
 
 def text_of(message) -> str:

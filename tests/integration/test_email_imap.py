@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import imaplib
-import logging
 import time
 from email import message_from_bytes
 from email.message import EmailMessage
