@@ -135,8 +135,8 @@ async def play(players: int, options: Options, lang: str, seed: int) -> Demo:
         store = Store(f"sqlite+aiosqlite:///{Path(scratch) / 'demo.db'}")
         bus = InProcessBus()
         scheduler = DeadlineScheduler(bus)
-        engine = service.EngineService(store, bus, scheduler)
         table = Table(bus, scheduler, players, lang, rng)
+        engine = service.EngineService(store, bus, scheduler, clock=table.clock)
         try:
             await bus.start()
             await bus.subscribe_events("demo", "telegram.#", table.on_event)
@@ -166,9 +166,14 @@ class Table:
         self.outstanding: set[str] = set()  # commands sent whose first event has not come back yet
         self.phase: tuple[int, int] | None = None  # the open phase: (phase id, timeout seconds)
         self.hurried: set[int] = set()
+        self.skew = timedelta(0)  # how far the engine's clock runs ahead of the wall clock
         self.over = asyncio.Event()
         self.settled = asyncio.Event()  # the game is over, or every command sent has been answered
         self._sent = 0
+
+    def clock(self) -> datetime:
+        """The engine's now: the wall clock, moved on past each deadline the demo does not wait for."""
+        return datetime.now(timezone.utc) + self.skew
 
     async def open(self, options: Options) -> None:
         """The host opens the lobby, everyone joins, the host deals."""
@@ -200,6 +205,7 @@ class Table:
             phase_id, timeout = self.phase
             if phase_id not in self.hurried:  # (never in a demo so far: every offer is answered)
                 self.hurried.add(phase_id)
+                self.skew += timedelta(seconds=timeout)  # the engine's clock jumps past the deadline
                 self.outstanding.add(f"timeout:{GAME_ID}:{phase_id}")  # the scheduler's command id
                 self.scheduler.arm(GAME_ID, phase_id, datetime.now(timezone.utc), timeout)
 

@@ -266,7 +266,7 @@ class EventEnvelope(BaseModel):
     v: Literal[1] = PROTOCOL_VERSION
     message_id: str
     game_id: str
-    seq: int  # per game, from 1, without gaps
+    seq: int  # per game, from 1; the engine's own records take numbers too (see prev_seq)
     occurred_at: datetime
     audience: AudienceModel
     caused_by: str | None = None  # the command's message_id
@@ -278,6 +278,10 @@ class EventEnvelope(BaseModel):
     #: reader -> what the engine knows of them, on lobby_opened, player_joined, player_left,
     #: game_started and player_invited (every reader) and profile_updated (that person); empty on the others
     people: dict[str, Person] = Field(default_factory=dict)
+    #: channel -> the seq of this game's previous event sent to that channel (0: none before), for
+    #: each channel this event is sent to: a gateway that handled every event sent to it has handled
+    #: prev_seq[its channel]; anything else is a lost event. Empty for a reply outside the stream.
+    prev_seq: dict[str, int] = Field(default_factory=dict)
     event: EventBody
 
 

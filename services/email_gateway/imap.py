@@ -118,6 +118,7 @@ class MailboxWatcher:
         self.poll_interval, self.idle_timeout, self.validate_certs = poll_interval, idle_timeout, validate_certs
         self.on_error = on_error
         self.on_refused = on_refused  # a refused login: told once, and the watcher stops
+        self._refused = False
         self.key = f"imap://{user}@{host}:{port}/{folder}"
         self._task: asyncio.Task | None = None
         self._client: aioimaplib.IMAP4 | None = None
@@ -149,7 +150,7 @@ class MailboxWatcher:
         want = self._started + 1
         self._wake.set()
         async with self._rounds:
-            await self._rounds.wait_for(lambda: self._done >= want or self._task is None)
+            await self._rounds.wait_for(lambda: self._done >= want or self._task is None or self._refused)
 
     async def close(self) -> None:
         """Stop watching: lets the mail being handled finish (up to 30 s), then logs out."""
@@ -184,6 +185,9 @@ class MailboxWatcher:
             except LoginRefused as refused:
                 await self._disconnect(logout=False)
                 if self.on_refused is not None:
+                    self._refused = True  # the watcher stops: nobody waits for a round any more
+                    async with self._rounds:
+                        self._rounds.notify_all()
                     self.on_refused(f"IMAP {self.key}: {refused}")
                     return
                 self._report(f"IMAP {self.key}: {refused}; retrying in {delay:g} s")

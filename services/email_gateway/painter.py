@@ -12,6 +12,7 @@ import copy
 import logging
 from typing import Any
 
+from shared.delivery.chain import check_chain
 from shared.delivery.outbox import Outgoing
 from shared.delivery.roster import Reader
 from shared.narration.render import Context, Recipient, pick_locale
@@ -85,6 +86,7 @@ class Painter:
         if await outbox.handled(envelope.message_id):
             return  # delivered again: its mail is in the outbox already
         game = self.game(envelope.game_id)
+        check_chain(envelope, "email", game.seen_seq)
         before = copy.deepcopy(game)
         try:
             self.learn(game, envelope)

@@ -84,8 +84,9 @@ class Unpublished(Exception):
 
 class EngineService(SideCommands):
     def __init__(self, store: Store, bus: Bus, scheduler: DeadlineScheduler | None = None, *,
-                 cache_size: int = 20_000, prefetch: int = 1024, max_batch: int = 512) -> None:
+                 cache_size: int = 20_000, prefetch: int = 1024, max_batch: int = 512, clock=utcnow) -> None:
         self.store = store
+        self.clock = clock  # now, in UTC: deadlines are set and checked by it (a demo may run it fast)
         self.bus = bus
         self.scheduler = scheduler
         self._cache: OrderedDict[str, LoadedGame] = OrderedDict()
@@ -149,9 +150,16 @@ class EngineService(SideCommands):
         try:
             envelope = CommandEnvelope.model_validate_json(body)
         except ValidationError as error:
-            log.warning("malformed command dead-lettered: %s", error.errors()[:3])
+            # without the input: a 10 MB field would be a 10 MB log line
+            log.warning("malformed command dead-lettered: %s",
+                        error.errors(include_input=False, include_url=False)[:3])
             _DEAD_COMMANDS.inc()
             raise PoisonMessage(str(error)) from error
+        if b"\\u0000" in body and _holds_nul(envelope.model_dump()):
+            log.warning("command %s dead-lettered: a NUL character, which no database column takes",
+                        envelope.message_id.replace("\x00", "\\0"))
+            _DEAD_COMMANDS.inc()
+            raise PoisonMessage("a NUL character in the command")
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((envelope, future))  # no await before this: arrival order is kept
         if self._worker is None or self._worker.done():
@@ -349,7 +357,7 @@ class EngineService(SideCommands):
             await self._update_profile(env)
             return
         loaded = await self._load(env.game_id)
-        if kind in ("phase_timed_out", "remind_phase") and not _scheduler_may(env, loaded):
+        if kind in ("phase_timed_out", "remind_phase") and not _scheduler_may(env, loaded, self.clock()):
             log.warning("%s %s for %s refused: not the scheduler's, or the deadline says otherwise (actor %s, "
                         "channel %s)", kind, env.message_id, env.game_id, env.actor, env.channel)
             await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="ignored", events=[])
@@ -382,10 +390,11 @@ class EngineService(SideCommands):
 
     async def _commit_accepted(self, env: CommandEnvelope, loaded: LoadedGame, result: Accepted,
                                seed: int | None) -> None:
-        now = utcnow()
+        now = self.clock()
         state = result.state
         deadline_at = KEEP
         envelopes = []
+        sent = dict(loaded.sent)
         seq = loaded.version
         for event in result.events:
             seq += 1
@@ -399,7 +408,7 @@ class EngineService(SideCommands):
                 audience=audience_model(event.audience), caused_by=env.message_id, deadline_at=deadline,
                 readers=readers, people=await self._people(readers) if isinstance(event, SEATING_EVENTS) else {},
                 event=event_body(event))
-            envelopes.append((envelope, self._channels(envelope, loaded.origin_channel)))
+            envelopes.append(self._routed(envelope, loaded.origin_channel, sent))
         if any(isinstance(e, (core_events.PhaseOpened, core_events.ShotHanded)) for e in result.events):
             for player in pending_players(state):  # each actor's buttons, privately
                 seq += 1
@@ -408,7 +417,7 @@ class EngineService(SideCommands):
                     message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=now,
                     audience=audience, caused_by=env.message_id, readers=audience.players,
                     event=choices_for(state, player))
-                envelopes.append((envelope, self._channels(envelope, loaded.origin_channel)))
+                envelopes.append(self._routed(envelope, loaded.origin_channel, sent))
         if state.over:
             deadline_at = None
         await self._commit(
@@ -416,7 +425,7 @@ class EngineService(SideCommands):
             expected_version=loaded.version, new_game_seed=seed, origin_channel=loaded.origin_channel,
             deadline_at=deadline_at)
         self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel,
-                                               loaded.deadline_at if deadline_at is KEEP else deadline_at))
+                                               loaded.deadline_at if deadline_at is KEEP else deadline_at, sent))
         scheduler = self.scheduler
         if scheduler is not None:
             if state.over or deadline_at is None:
@@ -457,6 +466,18 @@ class EngineService(SideCommands):
         self._cache.move_to_end(game_id)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
+
+    def _routed(self, envelope: EventEnvelope, origin: str, sent: dict[str, int]
+                ) -> tuple[EventEnvelope, tuple[str, ...]]:
+        """A game's event with its channels, naming for each the previous event sent there (and
+        noting it in ``sent``: channel -> last seq)."""
+        channels = self._channels(envelope, origin)
+        if not channels:
+            return envelope, channels
+        prev = {channel: sent.get(channel, 0) for channel in channels}
+        for channel in channels:
+            sent[channel] = envelope.seq
+        return envelope.model_copy(update={"prev_seq": prev}), channels
 
     def _channels(self, envelope: EventEnvelope, origin: str) -> tuple[str, ...]:
         """The channels of a game's event: those of its readers (and a public event's game's origin)."""
@@ -550,7 +571,7 @@ TIMER_EARLY = timedelta(seconds=2)
 REMINDER_SLACK = timedelta(seconds=30)
 
 
-def _scheduler_may(env: CommandEnvelope, loaded: LoadedGame | None) -> bool:
+def _scheduler_may(env: CommandEnvelope, loaded: LoadedGame | None, now) -> bool:
     """A deadline or a reminder is believed only from the scheduler, and only when this engine's own
     clock agrees: a timeout once the open phase's deadline has passed, a reminder before it and
     no earlier than it says. Anything else (a gateway claiming to be the scheduler, a forged early
@@ -562,7 +583,6 @@ def _scheduler_may(env: CommandEnvelope, loaded: LoadedGame | None) -> bool:
     deadline = loaded.deadline_at
     if deadline is None:
         return False
-    now = utcnow()
     if env.command.type == "phase_timed_out":
         return deadline <= now + TIMER_EARLY
     return now < deadline <= now + timedelta(seconds=env.command.seconds_left) + REMINDER_SLACK
@@ -584,6 +604,17 @@ def _count_outcomes(requests: list[dict]) -> None:
         ops.COMMANDS_REJECTED.inc(rejected)
     if ignored:
         ops.COMMANDS_IGNORED.inc(ignored)
+
+
+def _holds_nul(value) -> bool:
+    """Whether a NUL character is anywhere in a command (PostgreSQL refuses it in every text column)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_nul(v) for v in value)
+    return False
 
 
 def _settle(future: asyncio.Future, error: BaseException | None = None) -> None:

@@ -64,11 +64,13 @@ class SideCommands:
             message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=utcnow(),
             audience=audience_model(core_events.PUBLIC), caused_by=env.message_id, readers=state.players,
             event=body)
+        sent = dict(loaded.sent)
         await self._commit(
             game_id=env.game_id, message_id=env.message_id, outcome="accepted",
-            events=[(envelope, self._channels(envelope, loaded.origin_channel))], state=state,
+            events=[self._routed(envelope, loaded.origin_channel, sent)], state=state,
             expected_version=loaded.version)
-        self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel, loaded.deadline_at))
+        self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel, loaded.deadline_at,
+                                               sent))
 
     async def _update_profile(self, env: CommandEnvelope) -> None:
         c = env.command

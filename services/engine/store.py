@@ -9,10 +9,10 @@ from the log whenever the snapshot cannot be read.
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
@@ -41,6 +41,8 @@ class LoadedGame:
     seed: int
     origin_channel: str
     deadline_at: datetime | None = None  # the open phase's deadline
+    #: channel -> the seq of the last of this game's events sent to it (EventEnvelope.prev_seq)
+    sent: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -149,7 +151,8 @@ class Store:
             state = _snapshot(row.state)
             if state is None:
                 state = await self._rebuild(session, game_id)
-            return LoadedGame(state, row.version, row.seed, row.origin_channel, aware(row.deadline_at))
+            sent = (await self._sent_many(session, [game_id])).get(game_id, {})
+            return LoadedGame(state, row.version, row.seed, row.origin_channel, aware(row.deadline_at), sent)
 
     async def load_many(self, game_ids: set[str]) -> dict[str, LoadedGame]:
         """The games among these that exist (one query; a snapshot that cannot be read is rebuilt)."""
@@ -158,12 +161,30 @@ class Store:
                 select(GameRow.id, GameRow.version, GameRow.seed, GameRow.origin_channel, GameRow.state,
                        GameRow.deadline_at).where(GameRow.id.in_(list(game_ids))))).all()
         found: dict[str, LoadedGame] = {}
+        if rows:
+            async with self.engine.connect() as conn:
+                sent = await self._sent_many(conn, [row[0] for row in rows])
         for game_id, version, seed, origin, blob, deadline_at in rows:
             if (state := _snapshot(blob)) is not None:
-                found[game_id] = LoadedGame(state, version, seed, origin, aware(deadline_at))
+                found[game_id] = LoadedGame(state, version, seed, origin, aware(deadline_at), sent.get(game_id, {}))
             elif (loaded := await self.load(game_id)) is not None:
                 found[game_id] = loaded
         return found
+
+    @staticmethod
+    async def _sent_many(conn, game_ids: list[str]) -> dict[str, dict[str, int]]:
+        """game -> channel -> the seq of the last of its events routed to that channel."""
+        rows = await conn.execute(
+            select(EventRow.game_id, EventRow.channels, func.max(EventRow.seq))
+            .where(EventRow.game_id.in_(game_ids), EventRow.seq.is_not(None), EventRow.channels != "")
+            .group_by(EventRow.game_id, EventRow.channels))
+        out: dict[str, dict[str, int]] = {}
+        for game_id, channels, seq in rows:
+            sent = out.setdefault(game_id, {})
+            for channel in channels.split(","):
+                if seq > sent.get(channel, 0):
+                    sent[channel] = seq
+        return out
 
     async def _rebuild(self, session, game_id: str) -> GameState:
         rows = await session.execute(

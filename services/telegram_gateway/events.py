@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import logging
 
+from shared.delivery.chain import check_chain
 from shared.delivery.outbox import Outgoing
 from shared.narration.render import glossary, pick_locale
 from shared.protocol import EventEnvelope
@@ -63,6 +64,7 @@ class EventPainter:
             return
         if await self.outbox.handled(envelope.message_id):
             return  # delivered again: its messages are in the outbox already
+        check_chain(envelope, "telegram", memo.seen_seq)
         before = copy.deepcopy(memo)
         self._out = []
         try:
