@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("email", help="run the email gateway alone on RabbitMQ (compose)").set_defaults(
         run=_serve(channels=["email"]))
     sub.add_parser("migrate", help="bring the database schema up to date, then exit").set_defaults(run=_migrate)
+    from services import broker_users
+
+    broker_users.add_parser(sub)
     simulate_cli.add_parser(sub)
     from services import demo  # imported here: a Ctrl-C while it loads is handled like any other
 

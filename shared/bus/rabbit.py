@@ -13,6 +13,11 @@ delete it all afterwards):
 - ``<prefix>.dlx``: a fanout exchange, and ``<prefix>.dead``: the durable queue
   behind it, which ``dead_letters()`` drains.
 
+Who declares what: the engine (the commands' consumer) declares all of the above again in
+``consume_commands``; ``start`` declares it only when some of it is missing and otherwise just names
+it, so a gateway whose broker user may not declare the engine's exchanges and queues (see
+services/broker_users.py) starts on them, and declares only its own event queue.
+
 Every message is persistent JSON with its envelope's ``message_id``, published
 with publisher confirms and ``mandatory``: a message no queue takes raises
 ``Unroutable`` instead of vanishing.
@@ -131,23 +136,60 @@ class RabbitBus:
         try:
             channel = await self._connection.channel(publisher_confirms=True, on_return_raises=True)
             self._publish_channel = channel
-            dlx = await channel.declare_exchange(self.dlx_name, aio_pika.ExchangeType.FANOUT, durable=True)
-            self._dead_queue = await channel.declare_queue(self.dead_queue_name, durable=True)
-            await self._dead_queue.bind(dlx, routing_key="")
-            self._commands_exchange = await channel.declare_exchange(
-                self.commands_exchange_name, aio_pika.ExchangeType.DIRECT, durable=True,
-            )
-            commands = await channel.declare_queue(
-                self.commands_queue_name, durable=True, arguments=self._command_queue_arguments(),
-            )
-            await commands.bind(self._commands_exchange, routing_key=COMMAND_ROUTING_KEY)
-            self._events_exchange = await channel.declare_exchange(
-                self.events_exchange_name, aio_pika.ExchangeType.TOPIC, durable=True,
-            )
+            if await self._topology_exists():
+                # only named, which needs no permission: a gateway's broker user may not declare what
+                # the engine owns (the engine declares it all again in consume_commands)
+                self._commands_exchange = await channel.get_exchange(self.commands_exchange_name, ensure=False)
+                self._events_exchange = await channel.get_exchange(self.events_exchange_name, ensure=False)
+                self._dead_queue = await channel.get_queue(self.dead_queue_name, ensure=False)
+            else:
+                self._commands_exchange, self._events_exchange, self._dead_queue = \
+                    await self._declare_topology(channel)
+        except aiormq.exceptions.ChannelAccessRefused as error:
+            await self._connection.close()
+            self._connection = None
+            raise TopologyMissing(f"{self.prefix}.* is not declared yet and this user may not declare it "
+                                  f"(the engine, or `avalon broker-users`, does): {error}") from None
         except BaseException:
             await self._connection.close()
             self._connection = None
             raise
+
+    async def _topology_exists(self) -> bool:
+        """Whether every exchange and queue the engine owns is there: asked passively (which needs no
+        permission) on a channel of its own, since the broker closes a channel that names a missing one."""
+        assert self._connection is not None and self._connection.transport is not None
+        channel = await self._connection.transport.connection.channel()
+        try:
+            for exchange in (self.dlx_name, self.commands_exchange_name, self.events_exchange_name):
+                await channel.exchange_declare(exchange, passive=True)
+            for queue in (self.dead_queue_name, self.commands_queue_name):
+                await channel.queue_declare(queue, passive=True)
+        except aiormq.exceptions.ChannelNotFoundEntity:
+            return False
+        finally:
+            if not channel.is_closed:
+                await channel.close()
+        return True
+
+    async def _declare_topology(self, channel: AbstractRobustChannel
+                                ) -> tuple[AbstractExchange, AbstractExchange, AbstractQueue]:
+        """Declares (and binds) everything the engine owns: the dead letters, the commands exchange and
+        queue, the events exchange. Returns the commands and events exchanges and the dead queue."""
+        dlx = await channel.declare_exchange(self.dlx_name, aio_pika.ExchangeType.FANOUT, durable=True)
+        dead = await channel.declare_queue(self.dead_queue_name, durable=True)
+        await dead.bind(dlx, routing_key="")
+        commands_exchange = await channel.declare_exchange(
+            self.commands_exchange_name, aio_pika.ExchangeType.DIRECT, durable=True,
+        )
+        commands = await channel.declare_queue(
+            self.commands_queue_name, durable=True, arguments=self._command_queue_arguments(),
+        )
+        await commands.bind(commands_exchange, routing_key=COMMAND_ROUTING_KEY)
+        events_exchange = await channel.declare_exchange(
+            self.events_exchange_name, aio_pika.ExchangeType.TOPIC, durable=True,
+        )
+        return commands_exchange, events_exchange, dead
 
     async def close(self) -> None:
         if self._connection is None:
@@ -315,7 +357,7 @@ class RabbitBus:
         channel = await connection.channel()
         self._consume_channels.append(channel)
         await channel.set_qos(prefetch_count=prefetch)  # the broker keeps at most `prefetch` unacked here
-        await channel.declare_queue(self.commands_queue_name, durable=True, arguments=self._command_queue_arguments())
+        await self._declare_topology(channel)  # the commands' consumer (the engine) owns it all
         acker = self._new_acker()
         tags: list[str] = []  # the consumer's tag on the current underlying channel
 
@@ -459,6 +501,11 @@ class RabbitBus:
                 await channel.exchange_delete(exchange, if_unused=False)
 
 
+class TopologyMissing(ConnectionError):
+    """The engine's exchanges and queues are not there yet and this broker user may not declare them (a
+    gateway started before the engine ever did): a ConnectionError, so start-up waits and tries again."""
+
+
 _BATCH = TypeAdapter(list[EventEnvelope])
 
 
@@ -564,13 +611,14 @@ def _delivery_count(message: AbstractIncomingMessage) -> Any:
 
 
 def _message_id_of(body: bytes) -> str | None:
-    """The envelope's message_id when the raw body is one; None for anything else."""
+    """The envelope's message_id when the raw body is one (and fits AMQP's 255 bytes); None for anything
+    else, garbage nested deeper than the parser goes included."""
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     value = data.get("message_id") if isinstance(data, dict) else None
-    return value if isinstance(value, str) else None
+    return value if isinstance(value, str) and len(value.encode("utf-8", "replace")) <= 255 else None
 
 
-__all__ = ["RabbitBus"]
+__all__ = ["RabbitBus", "TopologyMissing"]

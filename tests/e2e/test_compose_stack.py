@@ -24,7 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYER = Path(__file__).with_name("stack_player.py")
-BUILT = ("migrate", "engine", "telegram")  # the services built from the Dockerfile
+BUILT = ("broker-users", "migrate", "engine", "telegram")  # the services built from the Dockerfile
 
 pytestmark = pytest.mark.slow
 
@@ -51,11 +51,13 @@ def stack(tmp_path_factory):
         pytest.skip(f"the compose stack is not run: {problem} (see ../shared/compose or install Docker)")
     scratch = tmp_path_factory.mktemp("stack")
     env = scratch / "env"
-    env.write_text(f"POSTGRES_PASSWORD={secrets.token_hex(12)}\nRABBITMQ_PASSWORD={secrets.token_hex(12)}\n")
+    admin = secrets.token_hex(12)
+    env.write_text(f"POSTGRES_PASSWORD={secrets.token_hex(12)}\nRABBITMQ_PASSWORD={admin}\n"
+                   + "".join(f"{s}_AMQP_PASSWORD={secrets.token_hex(12)}\n" for s in ("ENGINE", "TELEGRAM", "EMAIL")))
     # Builds on the host's network: a daemon without a default bridge (as here) cannot build otherwise.
     override = scratch / "override.yml"
     override.write_text("services:\n" + "".join(f"  {s}:\n    build:\n      network: host\n" for s in BUILT))
-    stack = Stack(f"avalon-test-{secrets.token_hex(3)}", env, override)
+    stack = Stack(f"avalon-test-{secrets.token_hex(3)}", env, override, f"amqp://avalon:{admin}@rabbitmq:5672/")
     try:
         stack.compose("build", timeout=900)
         yield stack
@@ -64,7 +66,8 @@ def stack(tmp_path_factory):
 
 
 class Stack:
-    def __init__(self, project: str, env: Path, override: Path) -> None:
+    def __init__(self, project: str, env: Path, override: Path, admin_url: str) -> None:
+        self.admin_url = admin_url  # the players stand for any channel: the broker's admin, not a service's user
         self.base = ["docker", "compose", "-p", project, "--env-file", str(env),
                      "-f", str(ROOT / "docker-compose.yml"), "-f", str(override)]
 
@@ -96,9 +99,10 @@ class Stack:
         return time.monotonic() - started
 
     def player(self, *args: str) -> dict:
-        """stack_player.py in a new container of the image, on the stack's network and settings."""
-        out = self.compose("run", "--rm", "-T", "--no-deps", "engine", "python3", "-", *args, stdin=PLAYER,
-                           timeout=300)
+        """stack_player.py in a new container of the image, on the stack's network and settings (as the
+        broker's admin: its players' queues belong to no service's user)."""
+        out = self.compose("run", "--rm", "-T", "--no-deps", "-e", f"AMQP_URL={self.admin_url}", "engine",
+                           "python3", "-", *args, stdin=PLAYER, timeout=300)
         line = next((line for line in out.stdout.splitlines() if line.startswith("RESULT ")), None)
         assert line, f"no result from the players:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
         return json.loads(line.removeprefix("RESULT "))
@@ -110,7 +114,7 @@ class Stack:
 def test_the_stack_comes_up_with_the_engine_alone_plays_a_game_and_keeps_everything_across_down_and_up(stack):
     took = stack.up_until_healthy()
     states = stack.states()
-    assert states["migrate"].startswith("exited"), states
+    assert states["migrate"].startswith("exited") and states["broker-users"].startswith("exited"), states
     assert "telegram" not in states, "no gateway runs without its profile"
     print(f"\nengine healthy {took:.1f} s after `up -d`")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 from pydantic import TypeAdapter
 
+from services import broker_users
 from services.cli import build_parser
 from shared.config import Settings
 
@@ -16,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
 README = (ROOT / "README.md").read_text()
-NARRATOR = ("migrate", "engine", "telegram", "email")
+NARRATOR = ("broker-users", "migrate", "engine", "telegram", "email")
+BUS_USERS = ("engine", "telegram", "email")  # the services that log in to RabbitMQ, each as its own user
 EMAIL_SETTINGS = [name.upper() for name in Settings.model_fields if name.startswith(("email_", "smtp_", "imap_"))]
 
 
@@ -25,8 +27,8 @@ def subcommands() -> set[str]:
     return set(next(a for a in parser._actions if a.dest == "command").choices)
 
 
-def test_the_stack_has_a_broker_a_database_a_migration_step_the_engine_and_both_gateways():
-    assert {"rabbitmq", "db", "migrate", "engine", "telegram", "email"} <= set(SERVICES)
+def test_the_stack_has_a_broker_its_users_step_a_database_a_migration_step_the_engine_and_both_gateways():
+    assert {"rabbitmq", "broker-users", "db", "migrate", "engine", "telegram", "email"} <= set(SERVICES)
 
 
 def test_the_broker_keeps_its_node_name_so_its_queues_survive_down_and_up():
@@ -39,7 +41,7 @@ def test_the_broker_keeps_its_node_name_so_its_queues_survive_down_and_up():
 def test_gateways_run_only_behind_their_profile_so_the_engine_can_run_alone():
     assert SERVICES["telegram"]["profiles"] == ["telegram"]
     assert SERVICES["email"]["profiles"] == ["email"]
-    for name in ("rabbitmq", "db", "migrate", "engine"):
+    for name in ("rabbitmq", "broker-users", "db", "migrate", "engine"):
         assert "profiles" not in SERVICES[name], name
 
 
@@ -49,6 +51,7 @@ def test_the_services_start_after_one_migration_step_a_healthy_database_and_a_st
     for name in ("engine", "telegram", "email"):
         needs = SERVICES[name]["depends_on"]
         assert needs["migrate"]["condition"] == "service_completed_successfully"
+        assert needs["broker-users"]["condition"] == "service_completed_successfully", "its user exists first"
         # not service_healthy: the services connect with retries as soon as it listens, instead of
         # waiting for the broker's first (30 s) healthcheck; their own readiness includes the bus
         assert needs["rabbitmq"]["condition"] == "service_started"
@@ -89,17 +92,70 @@ def test_no_password_is_fixed_in_the_file_and_no_service_uses_the_guest_login():
 
 def test_the_services_reach_postgresql_and_rabbitmq_by_their_compose_names_with_settings_from_env():
     fields = Settings.model_fields
+    known = {*fields, *broker_users.BrokerUserSettings.model_fields}  # broker-users reads its own too
     for name in NARRATOR:
         env = SERVICES[name]["environment"]
-        assert env["DATABASE_URL"].startswith("postgresql+asyncpg://") and "@db:5432/" in env["DATABASE_URL"]
-        assert "${POSTGRES_PASSWORD" in env["DATABASE_URL"] and "${RABBITMQ_PASSWORD" in env["AMQP_URL"]
-        assert "@rabbitmq:5672" in env["AMQP_URL"]
+        if name != "broker-users":
+            assert env["DATABASE_URL"].startswith("postgresql+asyncpg://") and "@db:5432/" in env["DATABASE_URL"]
+            assert "${POSTGRES_PASSWORD" in env["DATABASE_URL"]
+        if name != "migrate":
+            assert "@rabbitmq:5672/" in env["AMQP_URL"] and env["BUS_PREFIX"] == "${BUS_PREFIX:-avalon}"
         for key in env:
-            assert key.lower() in fields, f"{name}: {key} is not a setting"
+            assert key.lower() in known, f"{name}: {key} is not a setting"
     telegram = SERVICES["telegram"]["environment"]
     for setting in fields:
         if setting.startswith("telegram_") or setting in ("bus_prefix", "delivery_limit", "log_level"):
             assert setting.upper() in telegram, f"{setting.upper()} cannot be set through compose"
+
+
+def test_each_service_logs_in_to_rabbitmq_as_its_own_user_and_only_broker_users_knows_the_admin():
+    for role in BUS_USERS:
+        url = SERVICES[role]["environment"]["AMQP_URL"]
+        user = broker_users.user_name("${BUS_PREFIX:-avalon}", role)  # the name broker-users gives it
+        assert url.startswith(f"amqp://{user}:${{{broker_users.password_variable(role)}:?"), url
+    assert set(BUS_USERS) == set(broker_users.roles()), "every service with a broker user runs in compose"
+    text = (ROOT / "docker-compose.yml").read_text()
+    admins = [name for name, service in SERVICES.items() if "${RABBITMQ_PASSWORD" in str(service)]
+    assert sorted(admins) == ["broker-users", "rabbitmq"], admins
+    assert "${RABBITMQ_PASSWORD" not in text.split("\nservices:")[0], "not in a block every service shares"
+
+
+def test_the_migration_step_has_no_broker_login():
+    assert not any("AMQP" in key or "RABBITMQ" in key for key in SERVICES["migrate"]["environment"])
+
+
+def test_broker_users_runs_once_as_the_admin_with_every_services_password_before_the_services():
+    service = SERVICES["broker-users"]
+    env = service["environment"]
+    assert service["command"] == ["avalon", "broker-users"] and service["restart"] == "on-failure"
+    assert env["AMQP_URL"].startswith("amqp://avalon:${RABBITMQ_PASSWORD:?")
+    assert SERVICES["rabbitmq"]["environment"]["RABBITMQ_DEFAULT_USER"] == "avalon"
+    assert env["RABBITMQ_MANAGEMENT_URL"] == "http://rabbitmq:15672"
+    assert SERVICES["rabbitmq"]["image"].endswith("-management"), "the image has the management API"
+    for role in BUS_USERS:
+        variable = broker_users.password_variable(role)
+        assert env[variable].startswith(f"${{{variable}:?"), f"{variable} is required"
+    # the engine's exchanges and queues are declared with the engine's own settings
+    for key in ("BUS_PREFIX", "DELIVERY_LIMIT"):
+        assert env[key] == SERVICES["engine"]["environment"][key]
+    assert service["depends_on"]["rabbitmq"]["condition"] == "service_started"
+
+
+def test_every_service_with_a_broker_user_has_a_password_setting_and_env_example_lists_them():
+    example = (ROOT / ".env.example").read_text()
+    for role in broker_users.roles():
+        variable = broker_users.password_variable(role)
+        assert variable.lower() in broker_users.BrokerUserSettings.model_fields, variable
+        assert re.search(rf"^{variable}=$", example, re.M), f"{variable} is not required in .env.example"
+        assert variable in README, f"{variable} is not in the README"
+    assert "RABBITMQ_MANAGEMENT_URL=" in example and "RABBITMQ_MANAGEMENT_URL" in README
+
+
+def test_the_readmes_rabbitmqctl_commands_are_what_avalon_broker_users_print_writes():
+    blocks = re.findall(r"```sh\n(.*?)\n```", README, re.S)
+    printed = "\n".join(broker_users.rabbitmqctl_commands(vhost="/", prefix="avalon"))
+    assert printed in blocks, "README's rabbitmqctl block is out of date: paste `avalon broker-users --print`"
+    assert "| `avalon broker-users` |" in README
 
 
 def test_the_email_gateway_runs_avalon_email_needing_what_the_telegram_gateway_needs():
