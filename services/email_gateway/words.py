@@ -14,12 +14,16 @@ def _words(locale: str) -> dict[str, str]:
     return tomllib.loads((ROOT / locale / "email_ui.toml").read_text(encoding="utf-8"))
 
 
+@lru_cache(maxsize=None)
+def _template(locale: str, key: str):
+    return environment(locale).from_string(_words(locale)[key])
+
+
 def email_words(locale: str, key: str, **params: Any) -> str:
     """One of the email gateway's sentences in ``locale`` (plain text); ``_text`` is ``params['text']``."""
     if key == "_text":
         return str(params.get("text", ""))
-    locale = pick_locale((locale,))
-    template = environment(locale).from_string(_words(locale)[key])
+    template = _template(pick_locale((locale,)), key)
     params.setdefault("names", "")
     rendered = template.render(tz=None, tz_known=False, **params)
     return html_to_text(rendered)  # autoescaped: back to plain text (a name with < or & stays whole)

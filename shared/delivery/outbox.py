@@ -243,10 +243,12 @@ class Outbox:
 
     async def _work_merged(self, queue: deque[Row]) -> None:
         while queue and not self._closing:
-            if self.linger:  # let the rest of the batch be staged: until nothing came for a linger (at most 5)
-                for _ in range(5):
+            if self.linger:  # let the rest of the batch be staged: a linger, then while rows still come
+                await asyncio.sleep(self.linger)
+                quiet = min(0.1, self.linger / 4)
+                for _ in range(int(4 * self.linger / quiet)):
                     waiting = len(queue)
-                    await asyncio.sleep(self.linger)
+                    await asyncio.sleep(quiet)
                     if len(queue) == waiting:
                         break
             game = queue[0].game_id
