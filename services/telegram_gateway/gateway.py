@@ -50,7 +50,8 @@ class TelegramGateway:
         dp = Dispatcher()
         dp["gw"] = self
         dp.update.outer_middleware(self._save_after)
-        dp.include_routers(private.build(), lobby.build(), settings.build(), play.build(), info.build())
+        dp.include_routers(private.build(), lobby.build(), settings.build(), play.build(), info.build(),
+                           play.build_unknown())
         return dp
 
     async def _save_after(self, handler, update, data):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from . import commands as cmd
 from . import events as ev
 from .errors import Reason, Rejection, reject
@@ -23,8 +25,8 @@ def _evil_seat(tx: Tx, player: str) -> int | Rejection:
 
 def _text(text: str) -> str | Rejection:
     text = (text or "").strip()
-    if not text:
-        return reject(Reason.EMPTY_MESSAGE)
+    if not any(unicodedata.category(ch)[0] not in "CZ" for ch in text):
+        return reject(Reason.EMPTY_MESSAGE)  # nothing a reader would see: spaces, controls, RTL or zero-width marks
     if len(text) > MAX_TEXT:
         return reject(Reason.MESSAGE_TOO_LONG, max=MAX_TEXT)
     return text

@@ -85,8 +85,9 @@ async def invite(message: Message, command: CommandObject, gw) -> None:
     bad = [w for w in words if not plausible_address(w)]
     for address in dict.fromkeys(w.lower() for w in words if w not in bad):
         await gw.command(memo.game_id, player, {"type": "invite", "player": f"mail:{address}"})
-    if bad:
-        await gw.answer(message, gw.ui(memo, player, "invite_invalid", names=", ".join(bad)), reply=True)
+    if bad:  # shown shortened: a 5000-character word must not make the answer too long to send
+        shown = [w if len(w) <= 60 else w[:59] + "…" for w in bad[:5]] + (["…"] if len(bad) > 5 else [])
+        await gw.answer(message, gw.ui(memo, player, "invite_invalid", names=", ".join(shown)), reply=True)
 
 
 async def start_game(message: Message, gw) -> None:

@@ -8,10 +8,13 @@ from __future__ import annotations
 from aiogram import Router
 from aiogram.types import CallbackQuery
 
+from services.engine.rules.model import Card
+
 from .. import keyboards
 from ..callbacks import CardCb, PickCb, TargetCb, VoteCb
 
 KIND_OF = {v: k for k, v in keyboards.TARGET_KINDS.items()}
+CARDS = {card.value for card in Card}
 
 
 def _check(gw, query: CallbackQuery, game: str, phase: int):
@@ -31,6 +34,9 @@ async def pick(query: CallbackQuery, callback_data: PickCb, gw) -> None:
         problem = gw.reason(player, memo, "not_your_turn")
     if problem:
         await query.answer(problem, show_alert=True)
+        return
+    if not -1 <= callback_data.seat < len(memo.players):  # no button of ours says that
+        await query.answer(gw.reason(player, memo, "malformed"), show_alert=True)
         return
     if callback_data.seat >= 0:
         chosen = memo.players[callback_data.seat]
@@ -68,12 +74,14 @@ async def vote(query: CallbackQuery, callback_data: VoteCb, gw) -> None:
 
 async def card(query: CallbackQuery, callback_data: CardCb, gw) -> None:
     player, memo, problem = _check(gw, query, callback_data.game, callback_data.phase)
+    if problem is None and callback_data.card not in CARDS:
+        problem = gw.reason(player, memo, "malformed")
     if problem:
         await query.answer(problem, show_alert=True)
         return
     await gw.command(memo.game_id, player, {"type": "play_card", "card": callback_data.card}, memo.phase_id)
     await query.answer(gw.ui(memo, player, "sent"))
-    await gw.sender.edit(query.message.chat.id, query.message.message_id, None)  # paced, retried
+    await _spent(gw, query)
 
 
 async def target(query: CallbackQuery, callback_data: TargetCb, gw) -> None:
@@ -98,16 +106,38 @@ async def target(query: CallbackQuery, callback_data: TargetCb, gw) -> None:
         return
     field = {"use_excalibur": "target", "use_lady": "target", "assassinate": "target", "accuse": "target",
              "hand_shot": "to"}[kind]
-    if callback_data.index < 0:
+    if callback_data.index < 0 and choice.optional:  # "keep it sheathed": only where one may decline
         body = {"type": kind, field: None}
-    elif callback_data.index < len(choice.targets):
+    elif 0 <= callback_data.index < len(choice.targets):
         body = {"type": kind, field: choice.targets[callback_data.index]}
     else:
         await query.answer(gw.reason(player, memo, "invalid_target"), show_alert=True)
         return
     await gw.command(memo.game_id, player, body, memo.phase_id)
     await query.answer(gw.ui(memo, player, "sent"))
-    await gw.sender.edit(query.message.chat.id, query.message.message_id, None)  # paced, retried
+    await _spent(gw, query)
+
+
+async def _spent(gw, query: CallbackQuery) -> None:
+    """A private keyboard loses its buttons once used (paced, retried). Only a private one: the same
+    data forged on a group's message must not take the team picker or the vote away from the others."""
+    message = query.message
+    if message is not None and message.chat.id == query.from_user.id:
+        await gw.sender.edit(message.chat.id, message.message_id, None)
+
+
+async def unknown(query: CallbackQuery, gw) -> None:
+    """Button data no handler reads (forged, cut short, from another bot's version): an alert, not a
+    spinner that never stops."""
+    player = gw.remember_user(query.from_user)
+    await query.answer(gw.reason(player, None, "malformed"), show_alert=True)
+
+
+def build_unknown() -> Router:
+    """Last of all routers: whatever button data the others did not take."""
+    router = Router(name="unknown buttons")
+    router.callback_query.register(unknown)
+    return router
 
 
 def build() -> Router:
