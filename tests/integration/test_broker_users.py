@@ -9,6 +9,7 @@ must be on (``.ci/run`` turns it on); without it these tests fail saying so.
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -58,8 +59,11 @@ def broker(amqp_url):
     try:
         b.api.call("GET", "/api/overview")
     except (OSError, ManagementError) as error:
-        pytest.fail(f"RabbitMQ's management API is not answering at {b.admin.management_url} ({error}): turn it on "
-                    "with `rabbitmq-plugins enable rabbitmq_management` (.ci/run does)", pytrace=False)
+        reason = (f"RabbitMQ's management API is not answering at {b.admin.management_url} ({error}): turn it on "
+                  "with `rabbitmq-plugins enable rabbitmq_management` (.ci/run does)")
+        if os.environ.get("CI"):
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
     b.api.put(f"/api/vhosts/{b.vhost}", {})
     b.api.put(f"/api/permissions/{b.vhost}/{quote(b.admin.user, safe='')}",
               {"configure": ".*", "write": ".*", "read": ".*"})
