@@ -129,3 +129,16 @@ async def make_bus(request, amqp_url: str, rabbit_prefix: str):
 @pytest.fixture
 async def bus(make_bus):
     return await make_bus()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def db_url(request, tmp_path):
+    """A database URL for each test: a fresh SQLite file, then a scratch PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'avalon.db'}"
+        return
+    from tests.integration.engine_support import create_pg_database, drop_pg_database
+
+    url, name = await create_pg_database()
+    yield url
+    await drop_pg_database(name)

@@ -21,23 +21,11 @@ from services.engine.store import Store
 from services.engine.tables import GameRow
 
 from .engine_support import (
-    create_pg_database,
-    drop_pg_database,
     lobby_commands,
     play_to_the_end,
     player_ids,
     wait_processed,
 )
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def db_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'avalon.db'}"
-        return
-    url, name = await create_pg_database()
-    yield url
-    await drop_pg_database(name)
 
 
 class Harness:

@@ -18,20 +18,10 @@ from services.telegram_gateway.gateway import TelegramGateway
 from services.telegram_gateway.sender import Limits
 from tests.fakes import FakeTelegram
 
-from .engine_support import create_pg_database, drop_pg_database, wait_processed
+from .engine_support import wait_processed
 
 SEATING = ("lobby_opened", "player_joined", "player_left", "game_started")
 ANN = "mail:ann@example.org"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def db_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'avalon.db'}"
-        return
-    url, name = await create_pg_database()
-    yield url
-    await drop_pg_database(name)
 
 
 class Table:

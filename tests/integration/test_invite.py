@@ -14,22 +14,12 @@ from services.engine.deadlines import DeadlineScheduler
 from services.engine.service import EngineService
 from services.engine.store import Store
 
-from .engine_support import create_pg_database, drop_pg_database, wait_processed
+from .engine_support import wait_processed
 
 GAME = "tg-100_1"
 HOST = "tg:1"
 BOB = "mail:bob@example.org"
 TELEGRAM = [f"tg:{i}" for i in range(1, 6)]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def db_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'avalon.db'}"
-        return
-    url, name = await create_pg_database()
-    yield url
-    await drop_pg_database(name)
 
 
 class Table:
