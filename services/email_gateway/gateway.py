@@ -15,7 +15,7 @@ from markupsafe import Markup
 from shared.bus import Bus
 from shared.delivery.outbox import Outbox, Outgoing, Undeliverable
 from shared.delivery.roster import Roster
-from shared.narration.render import LOCALES, Context, Narrator, Recipient, environment, pick_locale
+from shared.narration.render import LOCALES, RTL, Context, Narrator, Recipient, environment, pick_locale
 from shared.protocol import CommandEnvelope
 
 from . import links
@@ -136,13 +136,13 @@ class EmailGateway:
                 block_html, block_text = links.choices_block(self, game, locale, player, offer)
                 still = self.words(locale, "choices_still_open")
                 html, text = f"{html}<p>{links.esc(still)}</p>{block_html}", f"{text}\n\n{still}\n{block_text}"
-            body = self.painter.body(game, game.phase_id, locale, locale == "fa", self.painter.subject(game, locale),
+            body = self.painter.body(game, game.phase_id, locale, self.painter.subject(game, locale),
                                      html, text, name=self.roster.names().get(player))
             await self.outbox.post(game.game_id, Outgoing(address, body), f"say:{key}")
             return
         subject = (mail.subject if mail is not None and mail.subject else "Avalon")
         subject = subject if subject.lower().startswith("re:") else f"Re: {subject}"
-        body = {"kind": "plain", "game": None, "phase_id": None, "locale": locale, "rtl": locale == "fa",
+        body = {"kind": "plain", "game": None, "phase_id": None, "locale": locale, "rtl": locale in RTL,
                 "subject": subject, "html": html, "text": text, "name": None,
                 "in_reply_to": mail.message_id if mail is not None else None}
         await self.outbox.post(NO_GAME, Outgoing(address, body), f"say:{key}")
@@ -155,7 +155,7 @@ class EmailGateway:
     async def tell_draft(self, game: MailGame, player: str) -> None:
         locale = self.locale_of(player)
         html, text = links.draft_block(self, game, locale, player)
-        body = self.painter.body(game, game.phase_id, locale, locale == "fa", self.painter.subject(game, locale),
+        body = self.painter.body(game, game.phase_id, locale, self.painter.subject(game, locale),
                                  html, text, name=self.roster.names().get(player))
         await self.outbox.post(game.game_id, Outgoing(address_of(player), body), "draft")
 

@@ -15,7 +15,7 @@ from typing import Any
 from shared.delivery.chain import check_chain
 from shared.delivery.outbox import Outgoing
 from shared.delivery.roster import Reader
-from shared.narration.render import Context, Recipient, pick_locale
+from shared.narration.render import RTL, Context, Recipient, pick_locale
 from shared.protocol import EventEnvelope
 
 from . import links
@@ -165,7 +165,7 @@ class Painter:
         if extra_text:
             html, text = f"{html}\n{extra_html}", f"{text}\n\n{extra_text}"
         return Outgoing(address_of(reader.player), self.body(game, envelope_phase(envelope, game), locale,
-                                                              rendered.rtl, rendered.subject, html, text,
+                                                              rendered.subject, html, text,
                                                               name=gw.roster.names().get(reader.player)))
 
     def receipt(self, game: MailGame, pending: Pending) -> Outgoing:
@@ -174,7 +174,7 @@ class Painter:
         locale = pick_locale(reader.languages)
         what = gw.words(locale, pending.what, names=pending.names, text=pending.text)
         line = gw.words(locale, "receipt", what=what)
-        return Outgoing(address_of(pending.player), self.body(game, game.phase_id, locale, locale == "fa",
+        return Outgoing(address_of(pending.player), self.body(game, game.phase_id, locale,
                                                                self.subject(game, locale), f"<p>{links.esc(line)}</p>",
                                                                line, name=gw.roster.names().get(pending.player)))
 
@@ -186,9 +186,9 @@ class Painter:
             game={"title": game.title or game.game_id}, envelope=None, names={}, tz=None, tz_known=False)).strip()
 
     @staticmethod
-    def body(game: MailGame, phase_id: int | None, locale: str, rtl: bool, subject: str | None, html: str,
+    def body(game: MailGame, phase_id: int | None, locale: str, subject: str | None, html: str,
              text: str, name: str | None = None) -> dict[str, Any]:
-        return {"kind": "game", "game": game.game_id, "phase_id": phase_id, "locale": locale, "rtl": rtl,
+        return {"kind": "game", "game": game.game_id, "phase_id": phase_id, "locale": locale, "rtl": locale in RTL,
                 "subject": subject or game.game_id, "html": html, "text": text, "name": name}
 
 

@@ -274,7 +274,7 @@ class Outbox:
                 for other in rows[1:]:
                     other.attempts = row.attempts
                 try:
-                    if len(rows) > 1 or self.deliver_merged is not None:
+                    if self.deliver_merged is not None:
                         ref = await self.deliver_merged(rows)
                     else:
                         wanted = row.body.get("edit_slot")
