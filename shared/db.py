@@ -29,7 +29,9 @@ def make_engine(url: str) -> AsyncEngine:
             cursor.close()
 
         return engine
-    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+    # a stalled server fails a connection attempt or a statement instead of hanging it for hours
+    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True,
+                               connect_args={"timeout": 10, "command_timeout": 60})
 
 
 async def migrate(engine: AsyncEngine) -> None:
@@ -45,3 +47,28 @@ async def migrate(engine: AsyncEngine) -> None:
         if conn.dialect.name == "postgresql":
             await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         await conn.run_sync(upgrade)
+
+
+def database_down(error: BaseException) -> bool:
+    """Whether ``error`` says the database server cannot be reached right now (refused, reset, timed
+    out, shutting down, a connection that died under a query), as opposed to a statement it refused.
+    Waiting and trying again is the answer to the first; failing the request, to the second.
+    SQLite has none of these: a file either opens or not."""
+    import asyncio
+
+    import asyncpg
+    from sqlalchemy import exc
+
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
+                              asyncpg.ConnectionDoesNotExistError, asyncpg.CannotConnectNowError,
+                              asyncpg.AdminShutdownError, asyncpg.CrashShutdownError, exc.TimeoutError)):
+            return True
+        if isinstance(error, asyncpg.InterfaceError) and "connection" in str(error).lower():
+            return True  # "connection is closed", "cannot perform operation: connection is closed"
+        if isinstance(error, exc.DBAPIError) and error.connection_invalidated:
+            return True
+        error = getattr(error, "orig", None) or error.__cause__
+    return False

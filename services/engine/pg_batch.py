@@ -16,6 +16,8 @@ import asyncio
 import asyncpg
 from sqlalchemy.engine import make_url
 
+from shared import quiet
+
 #: Raised by the statement itself when a game's version is not the one the batch was decided on.
 _CONFLICT_MARK = "avalon: version conflict"
 
@@ -73,6 +75,12 @@ async def _reset(conn: asyncpg.Connection) -> None:
         await conn.execute("ROLLBACK")
 
 
+quiet.install()  # asyncpg's pool retrying its floor: no traceback every second while the database is away
+
+#: seconds: connecting, and one statement (the batch commit takes milliseconds)
+CONNECT_TIMEOUT, STATEMENT_TIMEOUT = 10, 60
+
+
 class PgBatchWriter:
     def __init__(self, url: str) -> None:
         self.dsn = asyncpg_dsn(url)
@@ -82,7 +90,10 @@ class PgBatchWriter:
     async def _acquire_pool(self) -> asyncpg.Pool:
         async with self._opening:
             if self._pool is None:
-                self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=4, reset=_reset)
+                # a server that stops answering (a stalled network) fails the statement instead of hanging
+                # it for the kernel's keepalive (hours): the engine then waits and tries again
+                self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=4, reset=_reset,
+                                                       timeout=CONNECT_TIMEOUT, command_timeout=STATEMENT_TIMEOUT)
         return self._pool
 
     async def close(self) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -32,6 +33,7 @@ from datetime import timedelta
 from pydantic import ValidationError
 
 from shared import ops
+from shared.db import database_down
 from shared.bus import Bus, PoisonMessage, Unroutable
 from shared.protocol import (
     CommandEnvelope,
@@ -78,6 +80,11 @@ class _Batch:
     absent: set[str] = field(default_factory=set)  # games looked up for this batch and not found
 
 
+class DatabaseDown(Exception):
+    """The database could not be reached while a batch was decided or committed: it is tried again
+    once the database answers; its commands wait (unacknowledged), none fails."""
+
+
 class Unpublished(Exception):
     """A committed command's events wait in the outbox behind earlier ones the bus did not take."""
 
@@ -112,6 +119,7 @@ class EngineService(SideCommands):
         self._recent: set[str] = set()  # command ids committed lately (two generations)
         self._recent_old: set[str] = set()
         self._outbox_depth = 0  # this engine's share of the outbox gauge: committed, not yet published
+        self._database_lost: float | None = None  # since when (monotonic) the database has not answered
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -174,7 +182,7 @@ class EngineService(SideCommands):
                 async with self._turn:
                     if self._dirty:
                         await self._recover()
-                    await self._run_batch(batch)
+                    await self._run_until_stored(batch)
             except BaseException as error:  # a bug in the batch machinery: fail its commands, not the worker
                 for _, future in batch:
                     _settle(future, error=error if isinstance(error, Exception) else RuntimeError("stopped"))
@@ -182,6 +190,35 @@ class EngineService(SideCommands):
                     raise
                 log.exception("a batch of %d commands failed", len(batch))
                 _ERROR_BATCH.inc()
+
+    async def _run_until_stored(self, batch: list[tuple[CommandEnvelope, asyncio.Future]]) -> None:
+        """Run a batch; while the database is unreachable, wait and run it again (what was committed
+        before the connection died is recognised by its command ids). A command whose delivery was
+        given up meanwhile (the service stopping) is dropped from the batch: the broker has it."""
+        delay, check_seen = 0.2, False
+        while batch:
+            try:
+                await self._run_batch(batch, check_seen=check_seen)
+            except DatabaseDown as down:
+                self._database_trouble(down.__cause__)
+                await asyncio.sleep(delay)
+                delay, check_seen = min(delay * 2, 5.0), True
+                batch = [item for item in batch if not item[1].done()]
+            else:
+                self._database_fine()
+                return
+
+    def _database_trouble(self, error: BaseException | None) -> None:
+        """One line when the database stops answering (not one per command or retry)."""
+        if self._database_lost is None:
+            self._database_lost = time.monotonic()
+            why = " ".join(str(error).split())[:200] if error is not None else ""
+            log.warning("database unreachable (%s: %s): commands wait until it answers", type(error).__name__, why)
+
+    def _database_fine(self) -> None:
+        if self._database_lost is not None:
+            log.info("database back after %.1f s", time.monotonic() - self._database_lost)
+            self._database_lost = None
 
     async def _run_batch(self, batch: list[tuple[CommandEnvelope, asyncio.Future]], attempt: int = 1, *,
                          check_seen: bool = False) -> None:
@@ -217,6 +254,8 @@ class EngineService(SideCommands):
         except Exception as error:
             for game_id in staged.games:  # states staged in the cache were never committed
                 self._cache.pop(game_id, None)
+            if database_down(error):
+                raise DatabaseDown() from error
             rest = [item for item in batch if not item[1].done()]
             if isinstance(error, Duplicate) and not check_seen:
                 await self._run_batch(rest, attempt, check_seen=True)
@@ -273,8 +312,11 @@ class EngineService(SideCommands):
         try:
             for game_id in sorted(self._dirty):
                 await self.publish_pending(game_id)
-        except Exception:
-            log.warning("the outbox could not be published yet; retrying", exc_info=True)
+        except Exception as error:
+            if database_down(error):
+                self._database_trouble(error)
+            else:
+                log.warning("the outbox could not be published yet; retrying", exc_info=True)
             _ERROR_PUBLISH.inc()
 
     def _recently_committed(self, message_id: str) -> bool:
@@ -341,14 +383,20 @@ class EngineService(SideCommands):
         while True:
             await asyncio.sleep(0.2)
             try:
+                had = bool(self._published)
                 await self.flush_published()
+                if had:
+                    self._database_fine()
                 if self._dirty:
                     async with self._turn:
                         await self._recover()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("outbox upkeep failed; retrying")
+            except Exception as error:
+                if database_down(error):
+                    self._database_trouble(error)
+                else:
+                    log.exception("outbox upkeep failed; retrying")
                 _ERROR_OUTBOX.inc()
 
     async def _decide(self, env: CommandEnvelope) -> None:

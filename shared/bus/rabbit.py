@@ -51,11 +51,13 @@ from aio_pika.abc import (
 from aio_pika.exceptions import AMQPError, ChannelInvalidStateError, DeliveryError, MessageProcessError, PublishError
 from pydantic import TypeAdapter, ValidationError
 
+from shared import quiet
 from shared.protocol import CommandEnvelope, EventEnvelope
 
 from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
 
 log = logging.getLogger(__name__)
+quiet.install()  # a broker restart is one line lost, one line back: see quiet.py
 
 COMMAND_ROUTING_KEY = "command"
 #: seconds between reconnection attempts (overridable with ?reconnect_interval= in AMQP_URL)
@@ -391,10 +393,12 @@ class RabbitBus:
         channel.reopen_callbacks.add(consume_again)
         self._consumers.append((self.commands_queue_name, cancel))
 
-    def _on_connection_lost(self, *_args) -> None:
+    def _on_connection_lost(self, _sender=None, error: BaseException | None = None, *_args) -> None:
         if not self._lost and not self._closing:
             self._lost = True
-            log.warning("RabbitMQ connection lost: reconnecting (commands in flight are delivered again)")
+            why = f" ({' '.join(str(error).split())[:200]})" if error else ""
+            log.warning("RabbitMQ connection lost%s: reconnecting every %s s (commands in flight are "
+                        "delivered again)", why, RECONNECT_INTERVAL)
 
     def _on_reconnected(self, *_args) -> None:
         if self._lost:
