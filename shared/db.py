@@ -72,3 +72,15 @@ def database_down(error: BaseException) -> bool:
             return True
         error = getattr(error, "orig", None) or error.__cause__
     return False
+
+
+def raised_by_database(error: BaseException) -> bool:
+    """Whether the database driver raised ``error`` (a frame of asyncpg, SQLAlchemy or aiosqlite in
+    its traceback): an OSError from talking to Telegram or SMTP is not the database being down."""
+    tb = error.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if "/asyncpg/" in name or "/sqlalchemy/" in name or "/aiosqlite/" in name:
+            return True
+        tb = tb.tb_next
+    return False

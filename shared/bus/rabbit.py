@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections import deque
 from typing import Any, Awaitable, Callable
 
@@ -52,6 +53,7 @@ from aio_pika.exceptions import AMQPError, ChannelInvalidStateError, DeliveryErr
 from pydantic import TypeAdapter, ValidationError
 
 from shared import quiet
+from shared.db import database_down, raised_by_database
 from shared.protocol import CommandEnvelope, EventEnvelope
 
 from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
@@ -97,6 +99,7 @@ class RabbitBus:
 
         self._connection: AbstractRobustConnection | None = None
         self._lost = False  # the connection is down: told once, not per command in flight
+        self._database_lost = False  # an event handler is waiting for the database: told once
         self._closing = False
         self._publish_channel: AbstractRobustChannel | None = None
         self._commands_exchange: AbstractExchange | None = None
@@ -464,8 +467,7 @@ class RabbitBus:
                 await acker.reject(message, requeue=False)
                 return
             try:
-                for envelope in envelopes:
-                    await handler(envelope)
+                await self._handle_waiting_for_database(handler, envelopes)
             except asyncio.CancelledError:
                 raise  # abandoned, see _Acker.watch
             except Exception:
@@ -473,6 +475,34 @@ class RabbitBus:
                 await acker.reject(message, requeue=True)
             else:
                 acker.ack(message)
+
+    async def _handle_waiting_for_database(self, handler: EventHandler, envelopes: list[EventEnvelope]) -> None:
+        """Hand each envelope to the handler. One that failed because the database is unreachable is
+        tried again in place, with backoff, until the database answers: rejecting it would count a
+        delivery each time, and five quick ones dead-letter an event a player is waiting for. The
+        message stays unacknowledged meanwhile (the broker keeps it); one line when it starts, one
+        when it is over."""
+        lost_at: float | None = None
+        for envelope in envelopes:
+            delay = 0.2
+            while True:
+                try:
+                    await handler(envelope)
+                    break
+                except Exception as error:
+                    if not (database_down(error) and raised_by_database(error)):
+                        raise
+                    if lost_at is None:
+                        lost_at = time.monotonic()
+                        if not self._database_lost:
+                            log.warning("database unreachable (%s): events wait until it answers",
+                                        " ".join(str(error).split())[:200] or type(error).__name__)
+                        self._database_lost = True
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+        if lost_at is not None and self._database_lost:
+            self._database_lost = False
+            log.info("database back after %.1f s: events flow again", time.monotonic() - lost_at)
 
     # -- dead letters ---------------------------------------------------------------------
 

@@ -719,3 +719,54 @@ async def test_commands_in_flight_when_the_broker_connection_closes_are_one_log_
     lost = [r for r in records if "connection lost" in r.getMessage()]
     assert len(lost) == 1, [r.getMessage() for r in records]
     await bus.close()
+
+
+async def test_an_event_handler_waiting_for_an_unreachable_database_keeps_its_events(make_rabbit_bus, caplog):
+    """A gateway's handler writes each event to PostgreSQL; the database is unreachable for 2 s (a
+    proxy refuses every connection). The events wait, unacknowledged, and are handled once it answers:
+    none is dead-lettered after five quick redeliveries (which is what a plain reject did), the order
+    holds, and the bus says so in one line each way."""
+    import asyncpg
+
+    from tests.faults.world import TcpProxy
+    from tests.integration.engine_support import PG_ADMIN
+
+    proxy = await TcpProxy("127.0.0.1", 5432).start()
+    dsn = PG_ADMIN.replace("127.0.0.1:5432", f"127.0.0.1:{proxy.port}")
+    table = f"events_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(PG_ADMIN)
+    await admin.execute(f"CREATE TABLE {table} (seq int)")
+    bus = await make_rabbit_bus()
+
+    async def handler(envelope: EventEnvelope) -> None:
+        conn = await asyncpg.connect(dsn, timeout=5)
+        try:
+            await conn.execute(f"INSERT INTO {table} VALUES ($1)", envelope.seq)
+        finally:
+            await conn.close()
+
+    try:
+        with caplog.at_level("INFO", logger="shared.bus.rabbit"):
+            proxy.refuse()
+            await bus.subscribe_events("db-wait", "#", handler)
+            for seq in range(1, 21):
+                await bus.publish_event(event(seq=seq), "test")
+            await asyncio.sleep(2)
+            proxy.restore()
+
+            async def handled() -> list[int]:
+                return [row[0] for row in await admin.fetch(f"SELECT seq FROM {table}")]
+
+            deadline = asyncio.get_running_loop().time() + 30
+            while len(await handled()) < 20 and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.1)
+            assert await handled() == list(range(1, 21))
+        assert await bus.dead_letters() == []
+        said = [r.getMessage() for r in caplog.records if r.name == "shared.bus.rabbit"]
+        assert len([m for m in said if "database unreachable" in m]) == 1, said
+        assert len([m for m in said if "database back" in m]) == 1, said
+        assert not [r for r in caplog.records if r.name == "shared.bus.rabbit" and r.levelname == "ERROR"], said
+    finally:
+        await admin.execute(f"DROP TABLE {table}")
+        await admin.close()
+        await proxy.close()
