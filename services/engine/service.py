@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from shared import ops
 from shared.db import database_down
 from shared.bus import Bus, PoisonMessage, Unroutable
+from shared.bus.base import COMMAND_SENDER
 from shared.protocol import (
     CommandEnvelope,
     CommandRejected,
@@ -168,6 +169,11 @@ class EngineService(SideCommands):
                         envelope.message_id.replace("\x00", "\\0"))
             _DEAD_COMMANDS.inc()
             raise PoisonMessage("a NUL character in the command")
+        forged = _not_from(envelope, COMMAND_SENDER.get(), getattr(self.bus, "prefix", None))
+        if forged:
+            log.warning("command %s dead-lettered: %s", envelope.message_id, forged)
+            _DEAD_COMMANDS.inc()
+            raise PoisonMessage(forged)
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((envelope, future))  # no await before this: arrival order is kept
         if self._worker is None or self._worker.done():
@@ -617,6 +623,25 @@ TIMER_EARLY = timedelta(seconds=2)
 #: How much longer than it says a reminder may come before the deadline (a reminder sent late by a
 #: scheduler that was stopped says less time is left than there is, never more)
 REMINDER_SLACK = timedelta(seconds=30)
+
+
+def _not_from(env: CommandEnvelope, sender: str | None, prefix: str | None) -> str | None:
+    """Why ``sender`` (the broker user that published the command, as RabbitMQ verified it) may not
+    have sent it; None when it may. A gateway's own user (``<prefix>-telegram``, see
+    services/broker_users.py) speaks only for its own channel and its own channel's players: the
+    Telegram gateway cannot act as a mail player, or as the scheduler. The engine's user may send
+    anything (the scheduler is in it); any other user (guest, an admin: a development broker) is
+    trusted as before."""
+    if not sender or not prefix or not sender.startswith(prefix + "-"):
+        return None
+    role = sender[len(prefix) + 1:]
+    if role == "engine":
+        return None
+    if env.channel != role:
+        return f"channel {env.channel!r} claimed by the {role} gateway's broker user {sender!r}"
+    if channels_of(env.actor) != {role}:
+        return f"actor {env.actor[:60]!r} is no {role} player, claimed by broker user {sender!r}"
+    return None
 
 
 def _scheduler_may(env: CommandEnvelope, loaded: LoadedGame | None, now) -> bool:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from typing import Awaitable, Callable, Protocol
 
 from shared.protocol import CommandEnvelope, EventEnvelope
 
 CommandHandler = Callable[[bytes], Awaitable[None]]
 EventHandler = Callable[[EventEnvelope], Awaitable[None]]
+
+#: While a command handler runs: the broker user that published the command, as the broker verified it
+#: (RabbitMQ refuses a ``user_id`` other than the connection's own); None on the in-process bus.
+COMMAND_SENDER: ContextVar[str | None] = ContextVar("COMMAND_SENDER", default=None)
 
 
 class PoisonMessage(Exception):

@@ -39,6 +39,7 @@ import logging
 import time
 from collections import deque
 from typing import Any, Awaitable, Callable
+from urllib.parse import unquote, urlsplit
 
 import aio_pika
 import aiormq
@@ -56,7 +57,7 @@ from shared import quiet
 from shared.db import database_down, raised_by_database
 from shared.protocol import CommandEnvelope, EventEnvelope
 
-from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
+from .base import COMMAND_SENDER, CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
 
 log = logging.getLogger(__name__)
 quiet.install()  # a broker restart is one line lost, one line back: see quiet.py
@@ -83,6 +84,9 @@ class RabbitBus:
         if delivery_limit < 1:
             raise ValueError("delivery_limit must be at least 1")
         self.url = url
+        #: who this connection is to the broker: every command carries it as ``user_id``, which RabbitMQ
+        #: checks against the login, so the engine knows which service's user sent it
+        self.user = unquote(urlsplit(url).username or "") or "guest"
         self.prefix = prefix
         self.delivery_limit = delivery_limit
         self.event_prefetch = event_prefetch
@@ -250,7 +254,8 @@ class RabbitBus:
 
     # -- publishing -------------------------------------------------------------------
 
-    async def _publish(self, exchange: AbstractExchange | None, key: str, body: bytes, message_id: str | None) -> None:
+    async def _publish(self, exchange: AbstractExchange | None, key: str, body: bytes, message_id: str | None,
+                       user_id: str | None = None) -> None:
         self._require_started()
         assert exchange is not None and self._publish_channel is not None
         # while the robust connection reconnects, wait for it (and this channel's restored topology)
@@ -264,7 +269,7 @@ class RabbitBus:
         # straight to aiormq: aio-pika's Message (and its validation) was 7% of the engine's CPU
         channel = await self._publish_channel.get_underlay_channel()
         properties = aiormq.spec.Basic.Properties(delivery_mode=2, content_type="application/json",
-                                                  message_id=message_id)
+                                                  message_id=message_id, user_id=user_id)
         try:
             result = await channel.basic_publish(body, exchange=exchange.name, routing_key=key, properties=properties,
                                                  mandatory=True, timeout=self.publish_timeout)
@@ -283,10 +288,11 @@ class RabbitBus:
     async def send_command(self, envelope: CommandEnvelope) -> None:
         await self._publish(
             self._commands_exchange, COMMAND_ROUTING_KEY, envelope.model_dump_json().encode(), envelope.message_id,
+            self.user,
         )
 
     async def send_raw_command(self, body: bytes) -> None:
-        await self._publish(self._commands_exchange, COMMAND_ROUTING_KEY, body, _message_id_of(body))
+        await self._publish(self._commands_exchange, COMMAND_ROUTING_KEY, body, _message_id_of(body), self.user)
 
     async def publish_event(self, envelope: EventEnvelope, channel: str) -> None:
         key = routing_key(channel, envelope.audience.kind.value, envelope.game_id)
@@ -417,6 +423,7 @@ class RabbitBus:
         return True
 
     async def _handle_command(self, handler: CommandHandler, message: "_Delivery", acker: "_Acker") -> None:
+        COMMAND_SENDER.set(message.user_id)  # this task's context: the handler reads who sent it
         try:
             await handler(message.body)
         except PoisonMessage as e:
@@ -561,6 +568,10 @@ class _Delivery:
     @property
     def headers(self) -> dict | None:
         return self._delivered.header.properties.headers
+
+    @property
+    def user_id(self) -> str | None:
+        return self._delivered.header.properties.user_id
 
     def ack(self, multiple: bool = False) -> Awaitable[None]:
         return self.channel.basic_ack(self.delivery_tag, multiple=multiple)

@@ -238,3 +238,71 @@ async def _consume(connection, queue: str) -> None:
 async def _append(into: list[str], envelope) -> None:
     what = envelope.command.text if isinstance(envelope, CommandEnvelope) else envelope.event.type
     into.append(f"{envelope.game_id}:{what}")
+
+
+async def test_the_engine_believes_a_gateway_only_for_its_own_channel_and_its_own_players(broker, buses, tmp_path):
+    """The real engine service consumes as ``<prefix>-engine``; the Telegram gateway's user sends a
+    game's commands. Its own player acting is applied; the same user claiming to be a mail player,
+    the email channel or the scheduler is dead-lettered and changes nothing; and a publisher cannot
+    claim another broker user (RabbitMQ itself refuses a ``user_id`` that is not the login's)."""
+    from services.engine.service import EngineService
+    from services.engine.store import Store
+
+    engine_bus, telegram = await buses("engine"), await buses("telegram")
+    store = Store(f"sqlite+aiosqlite:///{tmp_path / 'engine.db'}")
+    engine = EngineService(store, engine_bus)
+    await engine.start()
+    game = f"g-{uuid.uuid4().hex[:6]}"
+
+    def envelope(actor: str, body: dict, channel: str = "telegram") -> CommandEnvelope:
+        return CommandEnvelope(game_id=game, actor=actor, channel=channel, command=body)
+
+    try:
+        opened = envelope("tg:1", {"type": "create_game", "options": {}})
+        await telegram.send_command(opened)
+        await eventually_seen(store, opened.message_id)
+        forged = [envelope("mail:eve@example.org", {"type": "join"}, channel="email"),
+                  envelope("mail:eve@example.org", {"type": "join"}),
+                  envelope("tg:2", {"type": "join"}, channel="email"),
+                  envelope("@scheduler", {"type": "phase_timed_out"}, channel="scheduler")]
+        for command in forged:
+            await telegram.send_command(command)
+        honest = envelope("tg:2", {"type": "join"})
+        await telegram.send_command(honest)
+        await eventually_seen(store, honest.message_id)
+        admin = RabbitBus(broker.url(), prefix=broker.prefix)  # the dead letters are the host's to read
+        await admin.start()
+        try:
+            dead = [CommandEnvelope.model_validate_json(b).message_id for b in await dead_letters_of(admin, 4)]
+        finally:
+            await admin.close()
+        assert sorted(dead) == sorted(c.message_id for c in forged)
+        assert not await store.seen_many([c.message_id for c in forged])
+        assert (await store.load(game)).state.players == ("tg:1", "tg:2")
+
+        underlay = await (await telegram._connection.channel()).get_underlay_channel()
+        with pytest.raises(aiormq.exceptions.ChannelPreconditionFailed):
+            props = aiormq.spec.Basic.Properties(user_id=user_name(broker.prefix, "engine"))
+            await asyncio.wait_for(underlay.basic_publish(b"{}", exchange=telegram.commands_exchange_name,
+                                                          routing_key=COMMAND_ROUTING_KEY, properties=props), TIMEOUT)
+    finally:
+        await engine.stop()
+        await store.close()
+
+
+async def eventually_seen(store, message_id: str) -> None:
+    for _ in range(int(TIMEOUT / 0.05)):
+        if await store.seen(message_id):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"command {message_id} was not processed")
+
+
+async def dead_letters_of(bus: RabbitBus, count: int) -> list[bytes]:
+    found: list[bytes] = []
+    for _ in range(int(TIMEOUT / 0.1)):
+        found += await bus.dead_letters()
+        if len(found) >= count:
+            break
+        await asyncio.sleep(0.1)
+    return found
