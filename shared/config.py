@@ -31,6 +31,11 @@ class Settings(BaseSettings):
     #: chat, messages per minute to one group, messages per second in all ("1,20,30"). Raise them
     #: only for a Bot API server of your own that allows more.
     telegram_limits: str = "1,20,30"
+    #: Flood throttling per user (a Telegram user, a mail sender): commands a second sustained, and
+    #: at once (a token bucket). What goes past it is not acted on; the user is told once per
+    #: refusal window (THROTTLE_BURST / THROTTLE_RATE seconds; by mail at most once an hour). 0: off.
+    throttle_rate: float = 1.0
+    throttle_burst: int = 20
     #: The email gateway: the narrator's address (with it set, `avalon run` starts the gateway), its
     #: SMTP server (out) and IMAP mailbox (in); security none | starttls | tls.
     email_address: str | None = None
@@ -83,6 +88,13 @@ class Settings(BaseSettings):
         local, at, domain = value.partition("@")
         if not at or not local or "." not in domain or "+" in local or " " in value:
             raise ValueError("expected the narrator's address, like narrator@example.org (no +tag)")
+        return value
+
+    @field_validator("throttle_rate", "throttle_burst")
+    @classmethod
+    def _not_negative(cls, value):
+        if value < 0:
+            raise ValueError("must be 0 (off) or more")
         return value
 
     @field_validator("delivery_limit")

@@ -13,6 +13,7 @@ import logging
 import re
 
 from shared.protocol import CommandEnvelope
+from shared.throttle import Throttle, Verdict
 
 from .compose import phase_of_message_id
 from .memory import MailGame, Pending, open_games_of
@@ -30,8 +31,10 @@ SIMPLE = {"join": "join", "leave": "leave", "start": "start_game", "cancel": "ca
 
 
 class Inbound:
-    def __init__(self, gw) -> None:
+    def __init__(self, gw, throttle: Throttle | None = None) -> None:
         self.gw = gw
+        #: each sender address's flood bucket (``shared.throttle``); none given: off
+        self.throttle = throttle if throttle is not None else Throttle(0, 0)
 
     async def on_mail(self, uid: int, raw: bytes) -> None:
         """Handle one mail; returns once whatever it asked for is on the bus (then it is marked)."""
@@ -51,11 +54,31 @@ class Inbound:
         if mail.sender is None or not ADDRESS.fullmatch(mail.sender):
             log.info("mail %s ignored: no usable sender", uid)
             return
-        # remembered only once acted on: a crash before that reads the mail again, and the commands'
-        # ids (from the Message-ID) make the engine drop what it already has
-        outcome = await self.act(mail, key)
+        # a mail failing DMARC, SPF or DKIM is refused by act() without a word: it spends no bucket
+        verdict = None if mail.auth_failure else self.throttle.check(("email", mail.sender))
+        if verdict is not None and not verdict.allowed:
+            outcome = await self.throttled(mail, verdict)
+        else:
+            # remembered only once acted on: a crash before that reads the mail again, and the
+            # commands' ids (from the Message-ID) make the engine drop what it already has
+            outcome = await self.act(mail, key)
         await gw.store.remember(key, mail.sender, outcome)
         log.info("mail %s from %s: %s", uid, mail.sender, outcome)
+
+    async def throttled(self, mail: IncomingMail, verdict: Verdict) -> str:
+        """Too many mails from one address: this one is not acted on (but remembered, so it is not
+        read again). The sender is told once per refusal window, and at most once a day whatever
+        the windows (the day is kept in the database, across restarts): a flood, perhaps with a
+        forged sender, never makes the narrator flood anyone back."""
+        gw = self.gw
+        if verdict.first:
+            log.info("%s is sending too many mails: throttled", mail.sender)
+            if await gw.store.may_answer_stranger(mail.sender):
+                language = mail.language or getattr(self.read(mail, None), "language", None)
+                await gw.say(mail.sender, None, "too_many_mails", mail=mail, language=language,
+                             params={"wait": max(60, verdict.wait_seconds)})
+                return "throttled: told to wait"
+        return "throttled: ignored"
 
     # -- who is writing, about which game ------------------------------------------------
 

@@ -17,6 +17,7 @@ from shared.config import Settings
 from shared.db import make_engine, migrate
 from shared.ops import readiness
 from shared.runtime import StartupError, one_line, retry
+from shared.throttle import from_settings as throttle_from_settings
 
 from .compose import Identity
 from .gateway import EmailGateway
@@ -74,7 +75,8 @@ class EmailRunner:
         identity = Identity(s.email_address, s.email_name)
         self.smtp = WatchedSmtp(s.smtp_host, s.smtp_port, s.smtp_security, s.smtp_user, s.smtp_password)
         self.gateway = EmailGateway(bus, self.engine, identity=identity, tokens=Tokens(s.email_secret),
-                                    smtp=self.smtp, default_time_zone=s.email_time_zone, linger=s.email_linger)
+                                    smtp=self.smtp, default_time_zone=s.email_time_zone, linger=s.email_linger,
+                                    throttle=throttle_from_settings(s, quiet_at_least=3600))
         self.imap_problem: str | None = None
         self.watcher = MailboxWatcher(s.imap_host, s.imap_port, s.imap_security, s.imap_user, s.imap_password,
                                       s.imap_folder, self.gateway.store, self.gateway.on_mail,

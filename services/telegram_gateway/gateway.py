@@ -15,6 +15,7 @@ from aiogram.types import InlineKeyboardMarkup
 from shared.bus import Bus
 from shared.narration.render import LOCALES, Context, Narrator, Recipient, reasons
 from shared.protocol import CommandEnvelope, EventEnvelope
+from shared.throttle import Throttle
 
 from . import ids
 from .memory import GameMemo, Memory
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 class TelegramGateway:
     def __init__(self, bot: Bot, bus: Bus, *, limits: Limits | None = None, bot_username: str = "",
-                 database_url: str | None = None) -> None:
+                 database_url: str | None = None, throttle: Throttle | None = None) -> None:
         self.bot = bot
         self.bus = bus
         self.narrator = Narrator()
@@ -33,6 +34,8 @@ class TelegramGateway:
         self._profiles_sent: dict[str, tuple[str, str | None]] = {}  # player -> (name, language) the engine has
         self._profiles_due: dict[str, tuple[str, str | None]] = {}  # player -> what to send before their command
         self.bot_username = bot_username
+        #: each user's flood bucket (``throttling.py``); none given: off
+        self.throttle = throttle if throttle is not None else Throttle(0, 0)
         self.sender = Sender(bot, limits, on_forbidden=self._forbidden, on_failure=self._failed,
                              on_migrate=self.migrated)
         self.keeper = None
@@ -46,10 +49,14 @@ class TelegramGateway:
 
     def dispatcher(self) -> Dispatcher:
         from .routers import info, lobby, play, private, settings
+        from .throttling import ThrottleMiddleware
 
         dp = Dispatcher()
         dp["gw"] = self
         dp.update.outer_middleware(self._save_after)
+        throttling = ThrottleMiddleware(self)  # inner: after a handler's filters matched, before it runs
+        dp.message.middleware(throttling)
+        dp.callback_query.middleware(throttling)
         dp.include_routers(private.build(), lobby.build(), settings.build(), play.build(), info.build(),
                            play.build_unknown())
         return dp

@@ -19,6 +19,7 @@ from aiohttp import web
 from shared.config import Settings
 from shared.ops import readiness
 from shared.runtime import StartupError, one_line, retry
+from shared.throttle import from_settings as throttle_from_settings
 
 from .gateway import TelegramGateway
 from .sender import Limits
@@ -57,7 +58,8 @@ class TelegramRunner:
         interval, per_group, per_second = settings.telegram_limits.split(",")
         limits = Limits(per_chat_interval=float(interval), group_per_minute=int(per_group),
                         global_per_second=int(per_second))
-        self.gateway = TelegramGateway(self.bot, bus, database_url=settings.database_url, limits=limits)
+        self.gateway = TelegramGateway(self.bot, bus, database_url=settings.database_url, limits=limits,
+                                       throttle=throttle_from_settings(settings))
         self.dispatcher = self.gateway.dispatcher()
         self.on_fatal = on_fatal
         self._polling: asyncio.Task | None = None

@@ -25,13 +25,13 @@ def words(locale: str) -> dict[str, str]:
 
 VARIABLES = dict(example="approve #12", name="Ann", names="Ann, Bob", count=2, size=3, what="your vote",
                  word="Zed", code="K7Q2", host="Ann", address="ann@example.org", language="Français",
-                 zone="Europe/Paris", text="hello")
+                 zone="Europe/Paris", text="hello", wait=60)
 NEEDS = {  # key -> the variables it is documented to take
     "how_to_answer": ("example",), "team_draft": ("names", "count", "size"), "receipt": ("what",),
     "ambiguous_name": ("word", "names"), "unknown_name": ("word",), "unknown_language": ("word",),
     "unknown_timezone": ("word",), "game_created": ("code",), "invitation": ("host", "code"),
     "invited": ("names",), "address_failing": ("name", "address"), "language_set": ("language",),
-    "timezone_set": ("zone",),
+    "timezone_set": ("zone",), "too_many_mails": ("wait",),
     **{f"label_{k}": ("name",) for k in ("pick", "lady", "excalibur", "shoot", "accuse", "hand")},
     **{f"what_{k}": ("names",) for k in TARGETED},
     **{f"what_{k}": ("text",) for k in ("say", "last_word", "language", "timezone", "new_game", "invite")},

@@ -172,7 +172,7 @@ def test_every_locale_has_the_telegram_gateway_words(locale):
 
     assert sorted(words(locale)) == sorted(words("en"))
     params = dict(name="Ann", link="https://t.me/x", names="Ann, Bob", leader="Ann", size=3, count=1, voted=2,
-                  total=7, language="X", title="Camelot", phase="vote")
+                  total=7, language="X", title="Camelot", phase="vote", wait=5)
     rendered = {key: ui_text(locale, key, **params) for key in words("en")}
     assert all(text.strip() for text in rendered.values())
     if locale != "en":
