@@ -13,7 +13,7 @@ from typing import Any
 from markupsafe import Markup
 
 from shared.bus import Bus
-from shared.delivery.outbox import Outbox, Outgoing, Undeliverable
+from shared.delivery.outbox import Outbox, Outgoing, Unavailable, Undeliverable
 from shared.delivery.roster import Roster
 from shared.narration.render import LOCALES, RTL, Context, Narrator, Recipient, environment, pick_locale
 from shared.protocol import CommandEnvelope
@@ -23,7 +23,7 @@ from .compose import Identity, build_mail
 from .inbound import Inbound
 from .memory import MailGame
 from .painter import PREFIX, Painter, address_of
-from .smtp import PermanentFailure
+from .smtp import PermanentFailure, server_down
 from .store import MailStore
 from .tokens import Tokens
 from .words import email_words, problem_text
@@ -36,7 +36,7 @@ NO_GAME = "-"  # the outbox's game for mail outside any game (an answer to a str
 class EmailGateway:
     def __init__(self, bus: Bus, engine, *, identity: Identity, tokens: Tokens, smtp, default_time_zone: str = "UTC",
                  languages: tuple[str, ...] = ("en",), linger: float = 1.0, attempts: int = 8,
-                 first_delay: float = 1.0, max_delay: float = 300.0) -> None:
+                 first_delay: float = 1.0, max_delay: float = 300.0, throttle=None) -> None:
         self.bus = bus
         self.engine = engine  # the project's database (shared.db.make_engine)
         self.identity = identity
@@ -50,7 +50,7 @@ class EmailGateway:
         self.games: dict[str, MailGame] = {}
         self.profiles: dict[str, bool] = {}  # players whose profile the engine has from us
         self.painter = Painter(self)
-        self.inbound = Inbound(self)
+        self.inbound = Inbound(self, throttle)  # throttle: each sender's flood bucket (none: off)
         self.outbox = Outbox(engine, CHANNEL, self._deliver_one, deliver_merged=self.deliver_mails, linger=linger,
                              attempts=attempts, first_delay=first_delay, max_delay=max_delay,
                              on_dead=self._dead_row)
@@ -66,6 +66,8 @@ class EmailGateway:
                 self.games[game_id] = MailGame.load(blob)
             except Exception:  # noqa: BLE001 - an unreadable row: that game is rebuilt from its next events
                 log.exception("the saved memory of game %s could not be read", game_id)
+                continue
+            self.roster.people.update(self.games[game_id].people)  # names: the newest game's last
         await self.bus.subscribe_events(CHANNEL, f"{CHANNEL}.#", self.painter.on_event)
         await self.outbox.start()
 
@@ -204,6 +206,10 @@ class EmailGateway:
             await self.smtp.send(message)
         except PermanentFailure as refused:
             raise Undeliverable(f"the SMTP server refused mail to {address}: {refused}") from None
+        except Exception as error:
+            if server_down(error):  # the mail waits in the outbox until the server is back
+                raise Unavailable(f"{type(error).__name__}: {error}") from error
+            raise
         self.sent += 1
 
     async def _dead_row(self, row, error: str) -> None:

@@ -5,7 +5,7 @@ players may do now, the leader's team in progress, and the commands it waits to 
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 
@@ -38,6 +38,8 @@ class MailGame:
     pending: dict[str, Pending] = field(default_factory=dict)  # command message_id -> its receipt
     invited: list[str] = field(default_factory=list)
     seen_seq: int = 0
+    #: player id -> Person as last learned from the game's events: the names a restart must not forget
+    people: dict[str, Any] = field(default_factory=dict)
 
     def blob(self) -> bytes:
         return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
@@ -47,6 +49,9 @@ class MailGame:
         game = pickle.loads(blob)  # noqa: S301 - our own rows
         if not isinstance(game, MailGame):
             raise TypeError("not a MailGame")
+        for f in fields(MailGame):  # saved before a field existed: its default
+            if f.name not in game.__dict__ and f.default_factory is not MISSING:
+                setattr(game, f.name, f.default_factory())
         return game
 
     def offer(self, player: str):

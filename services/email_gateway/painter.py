@@ -76,6 +76,9 @@ class Painter:
             game.offers[e.player] = e.model_dump(mode="json")
         elif kind in ("game_ended", "game_cancelled"):
             game.over, game.offers = True, {}
+        if envelope.people:  # kept with the game: after a restart the roster learns them back
+            self.gw.roster.learn(envelope)
+            game.people.update({p: self.gw.roster.people[p] for p in envelope.people})
         if envelope.seq:
             game.seen_seq = max(game.seen_seq, envelope.seq)
 

@@ -42,6 +42,14 @@ def _permanent(code: int) -> bool:
     return 500 <= code < 600
 
 
+def server_down(error: BaseException) -> bool:
+    """The server, not the message: it could not be reached, timed out, dropped the connection or
+    is closing it (``421``). The mail waits for it instead of spending its attempts."""
+    if isinstance(error, aiosmtplib.SMTPResponseException) and not isinstance(error, aiosmtplib.SMTPConnectError):
+        return error.code == _CLOSING
+    return isinstance(error, (OSError, asyncio.TimeoutError))
+
+
 class SmtpSender:
     def __init__(self, host: str, port: int, security: Security = "starttls",
                  user: str | None = None, password: str | None = None, timeout: float = 30.0,

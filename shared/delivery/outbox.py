@@ -6,7 +6,8 @@ sends again at most the rows that were in flight.
 
 A row that still fails after its attempts is *dead*: kept in the table with its error, logged
 with its event and recipient, counted (``avalon_dead_messages_total``, ``dead_count()``), and
-handed to ``on_dead`` so the channel can tell the group or the host.
+handed to ``on_dead`` so the channel can tell the group or the host. A server that is down
+(``Unavailable``) spends no attempt: the message waits for it, however long that takes.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ def _aware(moment: datetime) -> datetime:
 
 class Undeliverable(Exception):
     """This message cannot be delivered and trying again will not help: dead at once."""
+
+
+class Unavailable(Exception):
+    """The server this channel sends through is down (unreachable, or closing the connection): not
+    this message's fault, so it waits and is tried again with backoff, spending no attempt."""
 
 
 @dataclass(frozen=True)
@@ -266,7 +272,8 @@ class Outbox:
         retried with backoff, then dead."""
         rows = [rows] if isinstance(rows, Row) else rows
         row = rows[0]
-        delay = self.first_delay
+        # the backoff goes on from the attempts already spent (a restart does not start it afresh)
+        delay = min(self.first_delay * 2 ** min(row.attempts, 30), self.max_delay)
         error = ""
         try:
             while row.attempts < self.attempts:
@@ -286,8 +293,15 @@ class Outbox:
                     break
                 except Exception as failure:  # noqa: BLE001 - tried again, then dead and reported
                     error = f"{type(failure).__name__}: {failure}"[:500]
-                    log.warning("%s outbox: message %d to %s failed (attempt %d of %d): %s", self.channel, row.id,
-                                row.recipient, row.attempts, self.attempts, error)
+                    if isinstance(failure, Unavailable):  # waits for the server as long as it takes
+                        row.attempts -= 1
+                        for other in rows[1:]:
+                            other.attempts = row.attempts
+                        log.warning("%s outbox: message %d to %s waits for the server (retrying in %g s): %s",
+                                    self.channel, row.id, row.recipient, delay, error)
+                    else:
+                        log.warning("%s outbox: message %d to %s failed (attempt %d of %d): %s", self.channel,
+                                    row.id, row.recipient, row.attempts, self.attempts, error)
                     for each in rows:
                         await self._mark(each, "pending", error)
                     await asyncio.sleep(delay)
