@@ -1,5 +1,6 @@
-"""The gateway's memory survives a restart: a snapshot in the project's database, written
-at most once a second when it changed, and on shutdown."""
+"""The gateway's memory survives a restart: a snapshot in the project's database, written once
+a second when it changed, after each update (the gateway asks, and waits), and on shutdown. Saves
+asked for while one is being written share the next write."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ class MemoryKeeper:
         self._last: bytes | None = None
         self.saved_at: datetime | None = None  # when the snapshot load() read was written
         self._task: asyncio.Task | None = None
+        self._writing = asyncio.Lock()
+        self._writes = self._written = 0  # snapshots taken; the latest taken of those written
 
     async def load(self) -> Memory | None:
         await migrate(self.engine)
@@ -60,6 +63,21 @@ class MemoryKeeper:
                 log.exception("could not save the gateway's memory; retrying")
 
     async def save(self) -> None:
+        """Returns once a snapshot taken after this call is written (or was the same as the last).
+        One write at a time; the saves asked for while it is written share the next one. Each
+        snapshot pickles the whole memory, every game's: one per update, each waiting for a
+        database connection, left the updates and the events behind them queued (bench/load_bench.py,
+        100 games: a vote's tally edited after 33 s)."""
+        asked = self._writes
+        async with self._writing:
+            if self._written > asked:  # a snapshot taken after this call was written meanwhile
+                return
+            self._writes += 1  # the snapshot is taken now: it holds every change made before this line
+            mine = self._writes
+            await self._write()
+            self._written = mine
+
+    async def _write(self) -> None:
         blob = pickle.dumps(self.memory_of(), protocol=pickle.HIGHEST_PROTOCOL)
         if blob == self._last:
             return
