@@ -23,6 +23,9 @@ from .sender import Limits, Sender
 
 log = logging.getLogger(__name__)
 
+#: Update ids remembered as handled: many more than one getUpdates batch (100) can bring again.
+HANDLED_KEPT = 1000
+
 
 class TelegramGateway:
     def __init__(self, bot: Bot, bus: Bus, *, limits: Limits | None = None, bot_username: str = "",
@@ -62,10 +65,15 @@ class TelegramGateway:
         return dp
 
     async def _save_after(self, handler, update, data):
-        """What an update changed in the memory is saved before Telegram hears it was received."""
+        """What an update changed in the memory is saved with the update's id once it is handled. An
+        update Telegram delivers again (the gateway died before its next getUpdates confirmed it)
+        is not handled twice: a button that toggles (the leader's picks) would toggle back."""
+        if update.update_id in self.memory.handled_updates:
+            return None
         try:
             return await handler(update, data)
         finally:
+            self.memory.handled_updates = (*self.memory.handled_updates[1 - HANDLED_KEPT:], update.update_id)
             if self.keeper is not None:
                 await self.keeper.save()
 

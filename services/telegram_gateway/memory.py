@@ -45,6 +45,7 @@ class Memory:
     chat_languages: dict[int, str] = field(default_factory=dict)
     titles: dict[int, str] = field(default_factory=dict)
     settings_messages: dict[str, int] = field(default_factory=dict)  # game -> its settings message
+    handled_updates: tuple[int, ...] = ()  # the latest Telegram updates handled (their ids), oldest first
 
     def migrate(self, old: int, new: int) -> None:
         """A group became a supergroup with a new id: its games follow it."""

@@ -10,9 +10,10 @@ from shared.config import Settings
 from tests.fakes.telegram_api import FakeTelegram
 
 
-async def test_webhook_mode_registers_with_a_secret_and_refuses_posts_without_it(unused_tcp_port):
+async def test_webhook_mode_registers_with_a_secret_and_refuses_posts_without_it(unused_tcp_port, tmp_path):
     fake = await FakeTelegram().start()
     settings = Settings(telegram_bot_token=fake.token, telegram_api_url=fake.base_url,
+                        database_url=f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}",  # not ./avalon.db
                         telegram_webhook_url="https://narrator.example", telegram_webhook_secret="s3cret",
                         telegram_webhook_listen=f"127.0.0.1:{unused_tcp_port}")
     runner = TelegramRunner(settings, InProcessBus())

@@ -14,7 +14,8 @@ import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-#: One JSON line per tally; the conftest prints the sum when the run ends (and removes the file).
+#: One JSON line per tally; tests/conftest.py names the file (for every xdist worker alike) and
+#: prints the sum when the run ends.
 LEDGER = Path(os.environ.get("AVALON_FAULT_LEDGER", f"/tmp/avalon-fault-ledger-{os.getpid()}.jsonl"))
 
 

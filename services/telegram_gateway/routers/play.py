@@ -51,16 +51,19 @@ async def pick(query: CallbackQuery, callback_data: PickCb, gw) -> None:
         await query.answer(gw.reason(player, memo, "wrong_team_size", quest="", size=memo.team_size,
                                      picked=len(memo.picked)), show_alert=True)
         return
-    await query.answer()
     if memo.options is not None and memo.options.excalibur:
+        await query.answer()
         others = [p for p in memo.picked if p != player]
-        await gw.sender.edit(memo.chat_id, memo.pick_message,
-                             gw.ui(memo, None, "sword", leader=gw.memory.names.get(player, player)),
-                             keyboards.sword(memo.game_id, memo.phase_id, others, gw.memory.names))
+        board = gw.painter.resolve(memo.pick_message)  # the picker's id (it may be known by its outbox slot)
+        if board is not None:
+            await gw.sender.edit(memo.chat_id, board,
+                                 gw.ui(memo, None, "sword", leader=gw.memory.names.get(player, player)),
+                                 keyboards.sword(memo.game_id, memo.phase_id, others, gw.memory.names))
         memo.sword = "?"
         return
     await gw.command(memo.game_id, player, {"type": "propose_team", "team": list(memo.picked), "excalibur": None},
                      memo.phase_id)
+    await query.answer()  # only once the team is on its way: an answered confirm is never lost
 
 
 async def vote(query: CallbackQuery, callback_data: VoteCb, gw) -> None:
