@@ -25,7 +25,7 @@ from tests.integration.engine_support import create_pg_database, drop_pg_databas
 
 pytestmark = pytest.mark.faults
 
-GAMES = 60  # per test: three tests, 180 games; the Telegram and mail fault tests add theirs
+GAMES = 64  # per test: three tests, 192 games; the Telegram (12) and mail (6) fault tests add theirs
 SLEEPERS = 10  # games whose first vote runs out (deadlines across the faults)
 
 
