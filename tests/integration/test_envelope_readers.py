@@ -53,9 +53,12 @@ class Table:
         return await self.send(f"profile:{actor}", actor, {"type": "update_profile", **fields})
 
     async def lobby(self, game: str, players: list[str], *, channel: str = "telegram") -> None:
+        """Each player's command on their own gateway's channel (a mail player's on email: the engine
+        dead-letters a Telegram command for a mail player)."""
         await self.send(game, players[0], {"type": "create_game", "options": {}}, channel=channel)
         for player in players[1:]:
-            await self.send(game, player, {"type": "join"}, channel=channel)
+            own = "email" if player.startswith("mail:") else channel
+            await self.send(game, player, {"type": "join"}, channel=own)
 
     async def log(self, game: str) -> list[EventEnvelope]:
         return await self.store.event_log(game)
