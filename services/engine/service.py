@@ -86,10 +86,6 @@ class DatabaseDown(Exception):
     once the database answers; its commands wait (unacknowledged), none fails."""
 
 
-class Unpublished(Exception):
-    """A committed command's events wait in the outbox behind earlier ones the bus did not take."""
-
-
 class EngineService(SideCommands):
     def __init__(self, store: Store, bus: Bus, scheduler: DeadlineScheduler | None = None, *,
                  cache_size: int = 20_000, prefetch: int = 1024, max_batch: int = 512, clock=utcnow) -> None:
@@ -207,6 +203,10 @@ class EngineService(SideCommands):
                 await self._run_batch(batch, check_seen=check_seen)
             except DatabaseDown as down:
                 self._database_trouble(down.__cause__)
+                # the commit may have reached the database with only its answer lost: those commands
+                # come back as seen, and their events wait in the outbox, published from there (in
+                # order, before anything newer of the same games) by _recover
+                self._dirty.update(env.game_id for env, _ in batch)
                 await asyncio.sleep(delay)
                 delay, check_seen = min(delay * 2, 5.0), True
                 batch = [item for item in batch if not item[1].done()]
@@ -299,10 +299,13 @@ class EngineService(SideCommands):
             done, self._unpublished = self._unpublished, []
             outgoing = [item for items, _ in done for item in items]
             live = [item for _, items in done for item in items]
+            if self._dirty:  # earlier events wait in the outbox: these go after them, from there (_recover);
+                # committed, so acknowledged now: a redelivery would only be dropped as a duplicate
+                self._dirty.update(item.envelope.game_id for item in outgoing)
+                for _, future in live:
+                    _settle(future)
+                continue
             try:
-                if self._dirty:  # earlier events wait in the outbox: these go after them, from there
-                    self._dirty.update(item.envelope.game_id for item in outgoing)
-                    raise Unpublished("earlier events are waiting in the outbox")
                 await self._publish(outgoing)
             except Exception as error:
                 for _, future in live:  # committed: a redelivery is acknowledged as a duplicate
@@ -373,25 +376,26 @@ class EngineService(SideCommands):
         self._outbox_depth += change
         _OUTBOX.inc(change)
 
-    async def flush_published(self) -> None:
+    async def flush_published(self) -> bool:
         """Mark published events in the outbox, in one statement for many commands. Waits for a flush
         already under way (its ids were taken from the list but are not marked yet); ids that could not
-        be marked stay for the next flush."""
+        be marked stay for the next flush. Whether it wrote to the database."""
         async with self._marking:
             ids, self._published = self._published, []
+            if not ids:
+                return False
             try:
                 await self.store.mark_published(ids)
             except BaseException:
                 self._published[:0] = ids
                 raise
+            return True
 
     async def _flush_loop(self) -> None:
         while True:
             await asyncio.sleep(0.2)
             try:
-                had = bool(self._published)
-                await self.flush_published()
-                if had:
+                if await self.flush_published():  # the database answered
                     self._database_fine()
                 if self._dirty:
                     async with self._turn:
@@ -625,13 +629,20 @@ TIMER_EARLY = timedelta(seconds=2)
 REMINDER_SLACK = timedelta(seconds=30)
 
 
+_GATEWAY_CHANNELS = frozenset({"telegram", "email"})
+
+
 def _not_from(env: CommandEnvelope, sender: str | None, prefix: str | None) -> str | None:
     """Why ``sender`` (the broker user that published the command, as RabbitMQ verified it) may not
     have sent it; None when it may. A gateway's own user (``<prefix>-telegram``, see
     services/broker_users.py) speaks only for its own channel and its own channel's players: the
     Telegram gateway cannot act as a mail player, or as the scheduler. The engine's user may send
     anything (the scheduler is in it); any other user (guest, an admin: a development broker) is
-    trusted as before."""
+    trusted as before. Whoever sent it, a gateway's channel speaks only for that channel's players:
+    no gateway sends a command for a player of another channel (``tg:1`` on the email channel)."""
+    claimed = channels_of(env.actor) & _GATEWAY_CHANNELS
+    if env.channel in _GATEWAY_CHANNELS and claimed and claimed != {env.channel}:
+        return f"actor {env.actor[:60]!r} is no {env.channel} player, claimed on the {env.channel} channel"
     if not sender or not prefix or not sender.startswith(prefix + "-"):
         return None
     role = sender[len(prefix) + 1:]

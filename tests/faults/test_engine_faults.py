@@ -70,13 +70,35 @@ class World:
         self.outages.append((start, time.time()))
 
     async def finish(self, suite: str, timeout: float = 150):
-        await self.table.wait_all_over(timeout)
+        try:
+            await self.table.wait_all_over(timeout)
+        except AssertionError as stuck:
+            raise AssertionError(f"{stuck}\n{await self.where_stuck()}\n{self.engine.text()[-3000:]}") from None
         tally = await self.table.account(self.db_url, suite, faults=self.faults, outages=self.outages)
         record(tally)
         spans = ", ".join(f"{time.strftime('%H:%M:%S', time.localtime(a))}+{b - a:.1f}s" for a, b in self.outages)
         print(f"\n{suite}: {tally.line()}; sends retried {self.table.send_retries}; "
               f"{time.monotonic() - self.started:.0f} s; outages {spans}")
         return tally
+
+
+    async def where_stuck(self) -> str:
+        """For a failure's message: where the first games that did not end stand in the engine's log."""
+        from services.engine.store import Store
+
+        store = Store(self.db_url)
+        lines = []
+        try:
+            for game in [g for g in self.table.games.values() if not g.over][:4]:
+                log = await store.event_log(game.id, include_internal=True)
+                offered = sorted(k for k in game.answered)[-3:]
+                sent = sorted(m for m in self.table.moves if m.startswith(game.id + "/"))[-3:]
+                lines.append(f"{game.id}: last events {[(e.seq, e.event.type) for e in log[-4:]]}; "
+                             f"received up to seq {max((q for g, q in self.table.received if g == game.id), default=0)}; "
+                             f"answered {offered}; last moves {sent}")
+        finally:
+            await store.close()
+        return "\n".join(lines)
 
 
 @pytest.fixture
