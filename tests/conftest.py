@@ -15,6 +15,8 @@ def pytest_configure(config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
+    if hasattr(terminalreporter.config, "workerinput"):
+        return  # a worker: the main process prints (and removes) the table once every worker is done
     from tests.faults import ledger
 
     rows = ledger.totals()
