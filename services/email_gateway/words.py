@@ -6,7 +6,7 @@ import tomllib
 from functools import lru_cache
 from typing import Any
 
-from shared.narration.render import ROOT, environment, html_to_text, pick_locale
+from shared.narration.render import ROOT, html_to_text, pick_locale, sentence
 
 
 @lru_cache(maxsize=None)
@@ -16,7 +16,7 @@ def _words(locale: str) -> dict[str, str]:
 
 @lru_cache(maxsize=None)
 def _template(locale: str, key: str):
-    return environment(locale).from_string(_words(locale)[key])
+    return sentence(locale, _words(locale)[key])
 
 
 def email_words(locale: str, key: str, **params: Any) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 import logging
+from contextvars import ContextVar
 
+from shared.bus.base import EVENT_REDELIVERED
 from shared.delivery.chain import check_chain
 from shared.delivery.outbox import Outgoing
 from shared.narration.render import glossary, pick_locale
@@ -22,6 +23,10 @@ QUIET = {"player_voted", "player_played_card"}
 #: Tries at rendering one event before it is given up as dead (the bus would try a few more).
 RENDER_ATTEMPTS = 3
 
+#: The messages of the event this task is drawing, staged when it is drawn; None: sent at once. Per task:
+#: the bus hands different games' events to the painter side by side.
+_OUT: ContextVar[list | None] = ContextVar("telegram_out", default=None)
+
 
 class EventPainter:
     """Draws each event as messages. With the gateway's outbox (a database), what an event asks to
@@ -31,7 +36,6 @@ class EventPainter:
 
     def __init__(self, gw) -> None:
         self.gw = gw
-        self._out: list | None = None  # the event being drawn: its messages, staged at the end
         self._failures: dict[str, int] = {}
 
     @property
@@ -62,23 +66,23 @@ class EventPainter:
                 memo.seen_seq = envelope.seq
             await self._draw(memo, envelope)
             return
-        if await self.outbox.handled(envelope.message_id):
+        if EVENT_REDELIVERED.get() and await self.outbox.handled(envelope.message_id):
             return  # delivered again: its messages are in the outbox already
         check_chain(envelope, "telegram", memo.seen_seq)
-        before = copy.deepcopy(memo)
-        self._out = []
+        out: list = []
+        _OUT.set(out)
         try:
             await self._draw(memo, envelope)
         except Exception as error:  # noqa: BLE001 - tried again by the bus, then given up visibly
-            self._out = None
-            self.gw.memory.games[envelope.game_id] = before  # as if this event had not come
+            self.gw.forget_changes(envelope.game_id)  # as if this event had not come
             if self._give_up(envelope, error):
-                await self._dead_event(before, envelope, error)
+                await self._dead_event(self.memo(envelope), envelope, error)
                 return
             raise
-        out, self._out = self._out, None
+        finally:
+            _OUT.set(None)
         memo.seen_seq = max(memo.seen_seq, envelope.seq)
-        await self.outbox.stage(envelope.message_id, envelope.game_id, out, self.gw.game_blob(memo))
+        await self.gw.stage(envelope.message_id, memo, out)
         self._failures.pop(envelope.message_id, None)
 
     def learn_names(self, envelope: EventEnvelope) -> None:
@@ -117,10 +121,11 @@ class EventPainter:
     async def send(self, chat: int, text: str, markup=None, *, slot: str | None = None):
         """A message to a chat. Staged: returns ``slot`` (the name a later edit uses); at once:
         the sent message's id."""
-        if self._out is None:
+        out = _OUT.get()
+        if out is None:
             sent = await self.gw.sender.send(chat, text, markup)
             return getattr(sent, "message_id", None)
-        self._out.append(Outgoing(str(chat), {"op": "send", "chat": chat, "text": text, "markup": _markup(markup),
+        out.append(Outgoing(str(chat), {"op": "send", "chat": chat, "text": text, "markup": _markup(markup),
                                               "slot": slot}))
         return slot
 
@@ -128,14 +133,15 @@ class EventPainter:
         """Edit a message sent before: ``message`` is its id, or the slot it was staged under."""
         if message is None:
             return
-        if self._out is None:
+        out = _OUT.get()
+        if out is None:
             ref = self.resolve(message)
             if ref is not None:
                 await self.gw.sender.edit(chat, ref, text, markup)
             return
         body = {"op": "edit", "chat": chat, "text": text, "markup": _markup(markup)}
         body["edit_slot" if isinstance(message, str) else "edit_ref"] = message
-        self._out.append(Outgoing(str(chat), body))
+        out.append(Outgoing(str(chat), body))
 
     def resolve(self, message) -> int | None:
         """A message's id in its chat, from its id or its slot (None if it was never sent)."""

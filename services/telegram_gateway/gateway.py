@@ -6,7 +6,10 @@ commands, and renders every event through the narration layer in the reader's la
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
+import pickle
 from typing import Any
 
 from aiogram import Bot, Dispatcher
@@ -43,10 +46,15 @@ class TelegramGateway:
                              on_migrate=self.migrated)
         self.keeper = None
         self.outbox = None  # the delivery core's durable outbox, with a database
+        #: each game's memory as last committed (``game_blob``): what a failed drawing goes back to,
+        #: and what tells whether an update changed it
+        self._blobs: dict[str, bytes] = {}
+        self._writing: dict[str, asyncio.Lock] = {}  # a game's memory is written by one task at a time
         if database_url:
             from .persist import MemoryKeeper
 
-            self.keeper = MemoryKeeper(database_url, lambda: self.memory)
+            # the games are kept apart, each in its row with the events that changed it (the outbox)
+            self.keeper = MemoryKeeper(database_url, lambda: dataclasses.replace(self.memory, games={}, offers={}))
 
     # -- wiring -----------------------------------------------------------------------
 
@@ -70,12 +78,29 @@ class TelegramGateway:
         is not handled twice: a button that toggles (the leader's picks) would toggle back."""
         if update.update_id in self.memory.handled_updates:
             return None
+        games = self._games_of_update(update)
         try:
             return await handler(update, data)
         finally:
             self.memory.handled_updates = (*self.memory.handled_updates[1 - HANDLED_KEPT:], update.update_id)
+            if self.outbox is not None:
+                for game in games:
+                    memo = self.memory.games.get(game)
+                    if memo is not None:
+                        await self.save_game(memo)
             if self.keeper is not None:
                 await self.keeper.save()
+
+    def _games_of_update(self, update) -> set[str]:
+        """The games an update can change the memory of: the one its button names, the group's open one."""
+        games: set[str] = set()
+        query = update.callback_query
+        if query is not None and query.data and ":" in query.data:
+            games.add(query.data.split(":", 2)[1])
+        message = update.message or (query.message if query is not None else None)
+        if message is not None and (game := self.memory.current.get(message.chat.id)) is not None:
+            games.add(game)
+        return games
 
     async def start(self, *, gated: bool = False) -> None:
         """Load the memory and subscribe to the events. ``gated``: events wait (on the bus) until
@@ -94,7 +119,7 @@ class TelegramGateway:
             self.keeper.start()
         self.painter = EventPainter(self)
         self._opened = asyncio.Event()
-        await self.bus.subscribe_events("telegram", "telegram.#", self._on_event)
+        await self.bus.subscribe_events("telegram", "telegram.#", self._on_event, by_game=True)
         if not gated:
             if not self.bot_username:
                 me = await self.bot.get_me()
@@ -174,10 +199,10 @@ class TelegramGateway:
 
     def reason(self, reader: str | None, memo: GameMemo | None, reason: str, **params: Any) -> str:
         """A rejection sentence for an alert, in the reader's language (plain text)."""
-        from shared.narration.render import environment, html_to_text, pick_locale
+        from shared.narration.render import html_to_text, pick_locale, sentence
 
         locale = pick_locale(self.language_of(reader, memo))
-        template = environment(locale).from_string(reasons(locale)[reason])
+        template = sentence(locale, reasons(locale)[reason])
         return html_to_text(template.render(p=params, names=self.memory.names, tz=None, tz_known=False))
 
     def template(self, name: str, memo: GameMemo | None, reader: str | None = None, **variables: Any) -> str:
@@ -232,16 +257,44 @@ class TelegramGateway:
 
     def game_blob(self, memo: GameMemo) -> bytes:
         """A game's memory as the outbox keeps it with each event: the memo and the offers made."""
-        import pickle
-
         offers = {player: offer for (game, player), offer in self.memory.offers.items() if game == memo.game_id}
         return pickle.dumps((memo, offers), protocol=pickle.HIGHEST_PROTOCOL)
 
-    def _restore_games(self, blobs: dict) -> None:
-        """Each game as last staged with an event, where that is newer than the memory's snapshot
-        (which a button press, not an event, may have changed since: the leader's picks)."""
-        import pickle
+    async def stage(self, event_id: str, memo: GameMemo, messages: list) -> None:
+        """An event's messages, committed with the mark that it is handled and the game's memory.
+        Handled before (a redelivery): nothing is written and the drawing's changes are undone."""
+        async with self._writing.setdefault(memo.game_id, asyncio.Lock()):
+            blob = self.game_blob(memo)
+            if await self.outbox.stage(event_id, memo.game_id, messages, blob):
+                self._blobs[memo.game_id] = blob
+                return
+        self.forget_changes(memo.game_id)
 
+    async def save_game(self, memo: GameMemo) -> None:
+        """A game's memory changed by a player's update (the leader's picks), not by an event."""
+        async with self._writing.setdefault(memo.game_id, asyncio.Lock()):
+            blob = self.game_blob(memo)
+            if blob != self._blobs.get(memo.game_id):
+                await self.outbox.save_game(memo.game_id, blob)
+                self._blobs[memo.game_id] = blob
+
+    def forget_changes(self, game: str) -> None:
+        """The game's memory as last committed: an event that failed to draw, or was drawn before,
+        leaves no trace in it."""
+        blob = self._blobs.get(game)
+        for key in [k for k in self.memory.offers if k[0] == game]:
+            del self.memory.offers[key]
+        if blob is None:  # nothing of it committed yet: drawn afresh from the event
+            self.memory.games.pop(game, None)
+            return
+        memo, offers = pickle.loads(blob)  # noqa: S301 - our own
+        self.memory.games[game] = memo
+        for player, offer in offers.items():
+            self.memory.offers[(game, player)] = offer
+
+    def _restore_games(self, blobs: dict) -> None:
+        """Each game as last staged with an event or saved after an update. (A snapshot of the memory
+        written before the games were kept apart holds them too: its own, where newer, stay.)"""
         snapshot_at = self.keeper.saved_at if self.keeper is not None else None
         for game, (blob, staged_at) in blobs.items():
             if snapshot_at is not None and staged_at <= snapshot_at and game in self.memory.games:
@@ -251,6 +304,7 @@ class TelegramGateway:
             except Exception:  # noqa: BLE001 - an unreadable row: the snapshot's memo stays
                 log.exception("the saved memory of game %s could not be read", game)
                 continue
+            self._blobs[game] = blob
             self.memory.games[game] = memo
             for key in [k for k in self.memory.offers if k[0] == game]:
                 del self.memory.offers[key]

@@ -15,6 +15,11 @@ EventHandler = Callable[[EventEnvelope], Awaitable[None]]
 #: (RabbitMQ refuses a ``user_id`` other than the connection's own); None on the in-process bus.
 COMMAND_SENDER: ContextVar[str | None] = ContextVar("COMMAND_SENDER", default=None)
 
+#: While an event handler runs: False when the broker says this message was never delivered before (so
+#: no earlier run of the subscriber can have handled it); True when it may have been (and on buses that
+#: cannot tell).
+EVENT_REDELIVERED: ContextVar[bool] = ContextVar("EVENT_REDELIVERED", default=True)
+
 
 class PoisonMessage(Exception):
     """A message that can never be handled (malformed, unknown version): dead-letter it."""
@@ -46,8 +51,11 @@ class Bus(Protocol):
         """Several events, each game's in order (the bus may carry them in fewer messages).
         ``bodies``: the envelopes already serialized to JSON, if the caller has them."""
 
-    async def subscribe_events(self, name: str, pattern: str, handler: EventHandler) -> None:
-        """A durable subscription ``name`` receiving events whose key matches ``pattern``."""
+    async def subscribe_events(self, name: str, pattern: str, handler: EventHandler, *,
+                               by_game: bool = False) -> None:
+        """A durable subscription ``name`` receiving events whose key matches ``pattern``. Its events
+        are handled one at a time, in arrival order; ``by_game``: each game's one at a time, in
+        arrival order, different games' side by side."""
 
     async def dead_letters(self) -> list[bytes]:
         """Drain and return the dead-lettered commands (for operators and tests)."""

@@ -144,7 +144,9 @@ class InProcessBus:
         if unroutable:
             raise Unroutable("; ".join(unroutable))
 
-    async def subscribe_events(self, name: str, pattern: str, handler: EventHandler) -> None:
+    async def subscribe_events(self, name: str, pattern: str, handler: EventHandler, *,
+                               by_game: bool = False) -> None:
+        # one at a time, whatever ``by_game`` says (a valid order for it too)
         queue: asyncio.Queue = asyncio.Queue()
         self._subscriptions[name] = (pattern, handler, queue)
         self._tasks.append(asyncio.create_task(self._deliver(handler, queue)))

@@ -34,6 +34,7 @@ connection closed count too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -57,7 +58,7 @@ from shared import quiet
 from shared.db import database_down, raised_by_database
 from shared.protocol import CommandEnvelope, EventEnvelope
 
-from .base import COMMAND_SENDER, CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
+from .base import COMMAND_SENDER, EVENT_REDELIVERED, CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
 
 log = logging.getLogger(__name__)
 quiet.install()  # a broker restart is one line lost, one line back: see quiet.py
@@ -438,7 +439,8 @@ class RabbitBus:
         else:
             acker.ack(message)
 
-    async def subscribe_events(self, name: str, pattern: str, handler: EventHandler) -> None:
+    async def subscribe_events(self, name: str, pattern: str, handler: EventHandler, *,
+                               by_game: bool = False) -> None:
         connection = self._require_started()
         # a channel of its own: delivery tags (and so bulk acks) are per channel, and one slow
         # subscription must not hold back another's acknowledgements
@@ -450,29 +452,33 @@ class RabbitBus:
         )
         await queue.bind(self.events_exchange_name, routing_key=pattern)
         self._subscriptions.add(name)
-        lock = asyncio.Lock()  # one subscription's events are handled one at a time, in arrival order
+        # one subscription's events are handled one at a time, in arrival order; by_game: each game's
+        locks = _GameLocks() if by_game else _OneLock()
         acker = self._new_acker()
 
         async def on_message(message: AbstractIncomingMessage) -> None:
             acker.delivered(message)
-            acker.watch(message, self._spawn(self._handle_event(handler, message, lock, acker)))
+            acker.watch(message, self._spawn(self._handle_event(handler, message, locks, acker)))
 
         tag = await queue.consume(on_message)
         self._consumers.append((queue.name, lambda: queue.cancel(tag)))
 
-    async def _handle_event(self, handler: EventHandler, message: AbstractIncomingMessage, lock: asyncio.Lock,
+    async def _handle_event(self, handler: EventHandler, message: AbstractIncomingMessage, locks: "_OneLock",
                             acker: "_Acker") -> None:
-        async with lock:
-            try:
-                if message.body[:1] == b"[":
-                    envelopes = _BATCH.validate_json(message.body)
-                else:
-                    envelopes = [EventEnvelope.model_validate_json(message.body)]
-            except ValidationError as e:
-                log.error("malformed event %s on %s dead-lettered: %s; body %r",
-                          message.message_id, message.routing_key, e, message.body[:500])
+        try:
+            if message.body[:1] == b"[":
+                envelopes = _BATCH.validate_json(message.body)
+            else:
+                envelopes = [EventEnvelope.model_validate_json(message.body)]
+        except ValidationError as e:
+            log.error("malformed event %s on %s dead-lettered: %s; body %r",
+                      message.message_id, message.routing_key, e, message.body[:500])
+            async with locks.held(()):  # settled in its turn, like any other
                 await acker.reject(message, requeue=False)
-                return
+            return
+        # taken before this task's first wait: the tasks queue for a game in delivery order
+        async with locks.held(sorted({e.game_id for e in envelopes})):
+            EVENT_REDELIVERED.set(bool(message.redelivered))  # this task's context: the handler reads it
             try:
                 await self._handle_waiting_for_database(handler, envelopes)
             except asyncio.CancelledError:
@@ -548,6 +554,64 @@ class TopologyMissing(ConnectionError):
 
 
 _BATCH = TypeAdapter(list[EventEnvelope])
+
+
+class _OneLock:
+    """Every event of a subscription one at a time, in arrival order (asyncio's locks are fair)."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+
+    @contextlib.asynccontextmanager
+    async def held(self, games):
+        async with self._lock:
+            yield
+
+
+class _GameLocks(_OneLock):
+    """Each game's events one at a time, in arrival order; different games' side by side. A message
+    carrying several games' events takes its turn in each of their lines at once (when it arrives), and
+    runs when it is first in all of them: lines joined in one order (delivery's) never wait in a circle."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, deque[_Turn]] = {}
+
+    @contextlib.asynccontextmanager
+    async def held(self, games):
+        turn = _Turn(games)
+        for game in games:
+            self._lines.setdefault(game, deque()).append(turn)
+        try:
+            if not self._first(turn):
+                await turn.ready
+            yield
+        finally:
+            self._leave(turn)
+
+    def _first(self, turn: "_Turn") -> bool:
+        return all(self._lines[game][0] is turn for game in turn.games)
+
+    def _leave(self, turn: "_Turn") -> None:
+        following: list[_Turn] = []
+        for game in turn.games:
+            line = self._lines[game]
+            was_first = line[0] is turn
+            line.remove(turn)
+            if not line:
+                del self._lines[game]
+            elif was_first:
+                following.append(line[0])
+        for other in following:
+            if self._first(other) and not other.ready.done():
+                other.ready.set_result(None)
+
+
+class _Turn:
+    __slots__ = ("games", "ready")
+
+    def __init__(self, games) -> None:
+        self.games = tuple(games)
+        self.ready: asyncio.Future = asyncio.get_running_loop().create_future()
 
 
 class _Delivery:

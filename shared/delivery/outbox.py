@@ -16,11 +16,11 @@ import asyncio
 import json
 import logging
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -29,6 +29,10 @@ from shared import ops
 from .tables import ChannelGameRow, HandledEvent, OutboxRow, SlotRow
 
 log = logging.getLogger(__name__)
+
+#: Seconds the marks of messages sent wait to be written together (one transaction for all of them, not
+#: one each). A crash before they are written sends those messages again on the next start.
+MARK_DELAY = 0.05
 
 
 def _aware(moment: datetime) -> datetime:
@@ -64,6 +68,16 @@ class Row:
     attempts: int = 0
 
 
+@dataclass
+class _Staged:
+    event_id: str
+    game_id: str
+    messages: list[Outgoing]
+    game_blob: bytes | None
+    done: asyncio.Future
+    ids: list[int] = field(default_factory=list)
+
+
 #: deliver(row, slot_ref) -> the sent message's reference (for a slot), or None
 Deliver = Callable[[Row, str | None], Awaitable[str | None]]
 #: deliver_merged(rows): the rows of one recipient and one game sent as one message
@@ -91,6 +105,11 @@ class Outbox:
         self._depth = ops.OUTBOX_DEPTH.labels(service=f"{channel}-outbox")
         self._pending = 0
         self._closing = False
+        self._marks: list[dict[str, Any]] = []  # messages sent, their rows not yet marked so
+        self._slot_refs: dict[str, str] = {}  # slots sent, not yet written
+        self._marking: asyncio.Task | None = None
+        self._staging: list[_Staged] = []  # events waiting for the next commit
+        self._stager: asyncio.Task | None = None
 
     # -- start and stop --------------------------------------------------------------------
 
@@ -116,30 +135,90 @@ class Outbox:
         await asyncio.gather(*self._workers.values(), return_exceptions=True)
         self._depth.dec(self._pending)
         self._pending = 0
+        if self._stager is not None:  # what is being committed is committed (or not: then sent again)
+            await asyncio.gather(self._stager, return_exceptions=True)
+        if self._marking is not None:
+            self._marking.cancel()
+            await asyncio.gather(self._marking, return_exceptions=True)
+        try:
+            await self._write_marks()
+        except Exception as error:  # noqa: BLE001 - those rows are sent again on the next start
+            log.warning("%s outbox: could not mark %d messages sent before stopping (%s); they are sent again "
+                        "on the next start", self.channel, len(self._marks), error)
 
     # -- staging ---------------------------------------------------------------------------
 
     async def stage(self, event_id: str, game_id: str, messages: list[Outgoing], game_blob: bytes | None = None
                     ) -> bool:
         """Commit these messages, the mark that ``event_id`` is handled and the game's memory, at
-        once. False (and nothing written) when the event was handled before: a redelivery."""
-        now = datetime.now(timezone.utc)
+        once. False (and nothing written) when the event was handled before: a redelivery.
+
+        Events staged while a commit is under way are committed together in the next one (each
+        still all or nothing): under load, one transaction for many events, not one each."""
+        staged = _Staged(event_id, game_id, messages, game_blob, asyncio.get_running_loop().create_future())
+        self._staging.append(staged)
+        if self._stager is None or self._stager.done():
+            self._stager = asyncio.create_task(self._stage_waiting())
+        return await asyncio.shield(staged.done)
+
+    async def _stage_waiting(self) -> None:
+        while self._staging:
+            batch, self._staging = self._staging, []
+            try:
+                await self._commit(batch)
+            except IntegrityError:  # one of them was handled before: each on its own, to know which
+                for staged in batch:
+                    await self._stage_alone(staged)
+                continue
+            except Exception as error:  # noqa: BLE001 - each caller decides (the database may be away)
+                for staged in batch:
+                    if not staged.done.done():
+                        staged.done.set_exception(error)
+                continue
+            for staged in batch:
+                self._staged(staged)
+
+    async def _stage_alone(self, staged: "_Staged") -> None:
         try:
-            async with self.engine.begin() as conn:
-                await conn.execute(insert(HandledEvent).values(channel=self.channel, event_id=event_id))
-                ids: list[int] = []
-                for m in messages:
-                    result = await conn.execute(insert(OutboxRow).values(
-                        channel=self.channel, game_id=game_id, event_id=event_id, recipient=m.recipient,
-                        body=json.dumps(m.body, ensure_ascii=False), state="pending", attempts=0,
-                        created_at=now).returning(OutboxRow.id))
-                    ids.append(result.scalar_one())
-                if game_blob is not None:
-                    await conn.execute(self._upsert_game(game_id, game_blob, now))
+            await self._commit([staged])
         except IntegrityError:
-            return False  # handled before (the mark's primary key)
-        self._enqueue([Row(id, event_id, game_id, m.recipient, m.body) for id, m in zip(ids, messages)])
-        return True
+            if not staged.done.done():
+                staged.done.set_result(False)  # handled before (the mark's primary key)
+        except Exception as error:  # noqa: BLE001
+            if not staged.done.done():
+                staged.done.set_exception(error)
+        else:
+            self._staged(staged)
+
+    async def _commit(self, batch: list["_Staged"]) -> None:
+        now = datetime.now(timezone.utc)
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(HandledEvent), [{"channel": self.channel, "event_id": s.event_id}
+                                                      for s in batch])
+            rows = [dict(channel=self.channel, game_id=s.game_id, event_id=s.event_id, recipient=m.recipient,
+                         body=json.dumps(m.body, ensure_ascii=False), state="pending", attempts=0, created_at=now)
+                    for s in batch for m in s.messages]
+            if rows:  # one statement for all of them, their ids in their order
+                result = await conn.execute(insert(OutboxRow).returning(OutboxRow.id, sort_by_parameter_order=True),
+                                            rows)
+                ids = iter(list(result.scalars()))
+                for s in batch:
+                    s.ids = [next(ids) for _ in s.messages]
+            games = {s.game_id: s.game_blob for s in batch if s.game_blob is not None}  # the latest of each
+            if games:
+                dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+                statement = dialect.insert(ChannelGameRow)
+                await conn.execute(statement.on_conflict_do_update(
+                    index_elements=["channel", "game_id"],
+                    set_={"blob": statement.excluded.blob, "updated_at": statement.excluded.updated_at}),
+                    [{"channel": self.channel, "game_id": game, "blob": blob, "updated_at": now}
+                     for game, blob in games.items()])
+
+    def _staged(self, staged: "_Staged") -> None:
+        self._enqueue([Row(id, staged.event_id, staged.game_id, m.recipient, m.body)
+                       for id, m in zip(staged.ids, staged.messages)])
+        if not staged.done.done():
+            staged.done.set_result(True)
 
     async def post(self, game_id: str, message: Outgoing, reason: str = "direct") -> None:
         """A message that no event asked for (a button's redraw), sent in order after what this
@@ -219,9 +298,9 @@ class Outbox:
         return self._pending
 
     async def idle(self, timeout: float = 30.0) -> None:
-        """Wait until nothing is left to send (tests)."""
+        """Wait until nothing is left to send, and what was sent is marked so (tests)."""
         async def drained() -> None:
-            while self._pending:
+            while self._pending or self._marks or self._slot_refs:
                 await asyncio.sleep(0.02)
         await asyncio.wait_for(drained(), timeout)
 
@@ -317,16 +396,54 @@ class Outbox:
             self._depth.dec(len(rows))
 
     async def _sent(self, row: Row, ref: str | None) -> None:
+        """Sent: known at once (an edit of its slot finds it); marked in the table with the others
+        sent within MARK_DELAY."""
         slot = row.body.get("slot")
-        async with self.engine.begin() as conn:
-            await conn.execute(update(OutboxRow).where(OutboxRow.id == row.id).values(
-                state="sent", attempts=row.attempts, done_at=datetime.now(timezone.utc)))
-            if slot and ref is not None:
-                dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
-                await conn.execute(dialect.insert(SlotRow).values(channel=self.channel, slot=slot, ref=ref)
-                                   .on_conflict_do_update(index_elements=["channel", "slot"], set_={"ref": ref}))
         if slot and ref is not None:
-            self._slots[slot] = ref
+            self._slots[slot] = self._slot_refs[slot] = ref
+        self._marks.append({"row": row.id, "tries": row.attempts, "at": datetime.now(timezone.utc)})
+        if self._marking is None or self._marking.done():
+            self._marking = asyncio.create_task(self._mark_sent())
+
+    async def _mark_sent(self) -> None:
+        delay = MARK_DELAY
+        failing = False
+        while self._marks or self._slot_refs:
+            await asyncio.sleep(delay)
+            try:
+                await self._write_marks()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001 - the database is away: kept, and tried again
+                if not failing:
+                    log.warning("%s outbox: could not mark %d messages sent (%s); trying again", self.channel,
+                                len(self._marks), " ".join(str(error).split())[:200])
+                failing, delay = True, min(max(delay, 0.2) * 2, 5.0)
+                continue
+            if failing:
+                log.info("%s outbox: messages sent are marked again", self.channel)
+            failing, delay = False, MARK_DELAY
+
+    async def _write_marks(self) -> None:
+        marks, refs = self._marks, self._slot_refs
+        if not marks and not refs:
+            return
+        self._marks, self._slot_refs = [], {}
+        try:
+            async with self.engine.begin() as conn:
+                if marks:
+                    await conn.execute(update(OutboxRow).where(OutboxRow.id == bindparam("row")).values(
+                        state="sent", attempts=bindparam("tries"), done_at=bindparam("at")), marks)
+                if refs:
+                    dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+                    statement = dialect.insert(SlotRow)
+                    await conn.execute(statement.on_conflict_do_update(
+                        index_elements=["channel", "slot"], set_={"ref": statement.excluded.ref}),
+                        [{"channel": self.channel, "slot": slot, "ref": ref} for slot, ref in refs.items()])
+        except BaseException:
+            self._marks[:0] = marks  # tried again with the next
+            self._slot_refs = {**refs, **self._slot_refs}
+            raise
 
     async def _mark(self, row: Row, state: str, error: str) -> None:
         try:

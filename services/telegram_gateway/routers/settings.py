@@ -80,10 +80,10 @@ def standard_roles(players: int) -> tuple[Role, ...]:
 
 
 def gw_left(gw, memo, seconds: int) -> str:
-    from shared.narration.render import environment
+    from shared.narration.render import sentence
 
     locale = pick_locale((memo.language,))
-    return environment(locale).from_string("{{ s|left }}").render(s=seconds)
+    return sentence(locale, "{{ s|left }}").render(s=seconds)
 
 
 def _next(items: list, current):
