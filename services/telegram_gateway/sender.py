@@ -26,6 +26,7 @@ from typing import Any, Awaitable, Callable
 
 from aiogram import Bot
 from aiogram.exceptions import (
+    TelegramAPIError,
     TelegramBadRequest,
     TelegramForbiddenError,
     TelegramMigrateToChat,
@@ -132,7 +133,9 @@ class Sender:
         return await self._submit(_Job("edit", chat_id, text, markup, message_id))
 
     def send_soon(self, chat_id: int, text: str, markup: Any = None, *, reply_to: int | None = None) -> asyncio.Future:
-        return self._submit(_Job("send", chat_id, text, markup, reply_to=reply_to))
+        future = self._submit(_Job("send", chat_id, text, markup, reply_to=reply_to))
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())  # a failure is logged where it happens
+        return future
 
     async def close(self) -> None:
         for task in self._workers.values():
@@ -177,6 +180,13 @@ class Sender:
                         job.future.add_done_callback(_relay(other.future))
             try:
                 result = await self._deliver(job)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001 - a fault of ours: this message fails, the chat goes on
+                log.exception("sending to chat %s failed unexpectedly", chat_id)
+                if not job.future.done():
+                    job.future.set_exception(error)
+                continue
             finally:
                 self._queued -= jobs
                 ops.TELEGRAM_QUEUE.dec(jobs)
@@ -237,6 +247,11 @@ class Sender:
                 log.warning("delivery to %s failed (attempt %d): %s", job.chat_id, attempt, error)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30)
+            except TelegramAPIError as error:  # an answer with no rule here (404, 409, 413...): like a 400
+                ops.TELEGRAM_FAILED.inc()
+                _ERROR_SEND.inc()
+                log.error("Telegram refused the message for chat %s: %s", job.chat_id, error)
+                break
         _DEAD.inc()
         if self.on_failure is not None:
             await self.on_failure(job.chat_id, job.text or "")
