@@ -36,6 +36,7 @@ from email import message_from_bytes
 from email.policy import default
 from pathlib import Path
 
+from load_services import answer  # bench/ is on the path: load_bench.py's own directory
 from services.email_gateway import lexicon
 from services.email_gateway.wording import link_body
 from tests.e2e.email_support import links_of, read_link
@@ -268,17 +269,7 @@ async def _serve(control, plan, phases: int, preset: str, seed: int, total: int)
     control.send({"smtp_port": smtp.port, "imap_port": dovecot.imap_port, "narrator": narrator, "probe": probe,
                   "dovecot_pid": dovecot.process.pid})
     try:
-        while True:
-            request = await asyncio.to_thread(control.recv)
-            if request[0] == "start":
-                world.spawn(world.start(*request[1:]))
-                control.send(True)
-            elif request[0] == "progress":
-                control.send(world.progress())
-            elif request[0] == "report":
-                control.send(world.report())
-            elif request[0] == "stop":
-                break
+        await answer(control, world)
     finally:
         await asyncio.to_thread(smtp.stop)
         await asyncio.to_thread(dovecot.stop)

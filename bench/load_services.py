@@ -241,3 +241,19 @@ async def queue_depths(prefix: str) -> dict[str, int]:
             queue = await channel.declare_queue(f"{prefix}.{name}", passive=True)
             out[name] = queue.declaration_result.message_count or 0
     return out
+
+
+async def answer(control, world) -> None:
+    """A world process's side of its pipe (load_bench.World): start the tables, tell progress and the
+    report, until asked to stop (the caller cleans up, then answers that)."""
+    while True:
+        request = await asyncio.to_thread(control.recv)
+        if request[0] == "start":
+            world.spawn(world.start(*request[1:]))
+            control.send(True)
+        elif request[0] == "progress":
+            control.send(world.progress())
+        elif request[0] == "report":
+            control.send(world.report())
+        elif request[0] == "stop":
+            return

@@ -27,6 +27,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from tests.fakes.telegram_api import FakeTelegram, FakeUser, SentMessage
+from load_services import answer  # bench/ is on the path: load_bench.py's own directory
 
 GROUP_BASE = 10**6  # a table's group is chat -(GROUP_BASE + index)
 USER_BASE = 10**7  # seat j of table i is user USER_BASE + 10 * i + j
@@ -308,17 +309,7 @@ async def _serve(control, plan, phases: int, preset: str, total: int) -> None:
             await asyncio.sleep(1.0)
             world.tally_calls()
     tallying = asyncio.create_task(tally())
-    while True:
-        request = await asyncio.to_thread(control.recv)
-        if request[0] == "start":
-            world.spawn(world.start(*request[1:]))
-            control.send(True)
-        elif request[0] == "progress":
-            control.send(world.progress())
-        elif request[0] == "report":
-            control.send(world.report())
-        elif request[0] == "stop":
-            tallying.cancel()
-            await fake.stop()
-            control.send(True)
-            return
+    await answer(control, world)
+    tallying.cancel()
+    await fake.stop()
+    control.send(True)

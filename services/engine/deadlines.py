@@ -9,6 +9,7 @@ came due while the engine was down fires at once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -100,11 +101,15 @@ class DeadlineScheduler:
             self._schedule(game_id, steps[0].at)
         else:
             del self._plans[game_id]
-        for step in due:
-            if step.kind == "timeout":
-                await self._timeout(game_id, phase_id)
-            else:
-                await self._remind(game_id, phase_id, step.seconds_left, step.kind.split(":", 1)[1])
+        try:
+            for step in due:
+                if step.kind == "timeout":
+                    await self._timeout(game_id, phase_id)
+                else:
+                    await self._remind(game_id, phase_id, step.seconds_left, step.kind.split(":", 1)[1])
+        except asyncio.CancelledError:  # the engine is stopping (APScheduler would log it as a job's ERROR)
+            log.info("stopping: the %s of game %s was not sent; a deadline is armed again on start",
+                     "/".join(step.kind for step in due), game_id)
 
     async def _timeout(self, game_id: str, phase_id: int) -> None:
         await self._send(CommandEnvelope(

@@ -14,9 +14,6 @@ import imaplib
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from email import message_from_bytes
@@ -27,52 +24,11 @@ from pathlib import Path
 from services.engine.store import Store
 from shared.bus.rabbit import RabbitBus
 from tests.integration.engine_support import create_pg_database, drop_pg_database
+from tests.faults.world import ServiceProcess
 from tests.mailservers import require_mail_servers, start_mail_servers, stop_mail_servers
 
-ROOT = Path(__file__).resolve().parents[2]
-OURS = ("EMAIL_", "SMTP_", "IMAP_", "TELEGRAM_", "DATABASE_", "AMQP_", "BUS_")  # the developer's own settings
 UID_RE = re.compile(rb"UID (\d+)")
 SECRET = "a-fault-test-secret-of-enough-length"
-
-
-class Service:
-    """One `avalon <command>` process, started again (same settings, same log) after a kill."""
-
-    def __init__(self, command: str, env: dict[str, str], log: Path, ready: str) -> None:
-        self.command, self.env, self.log, self.ready = command, env, log, ready
-        self.proc: subprocess.Popen | None = None
-        self.starts = 0
-
-    async def start(self, timeout: float = 90.0) -> None:
-        self.starts += 1
-        with self.log.open("a") as out:
-            out.write(f"--- start {self.starts}\n")
-            out.flush()
-            self.proc = subprocess.Popen([sys.executable, "-m", "services.cli", self.command], cwd=ROOT,
-                                         env=self.env, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while self.log.read_text(errors="replace").count(self.ready) < self.starts:
-            assert self.proc.poll() is None, f"avalon {self.command} exited:\n{self.tail()}"
-            assert time.monotonic() < deadline, f"avalon {self.command} did not start:\n{self.tail()}"
-            await asyncio.sleep(0.05)
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    async def stop(self) -> int | None:
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return await asyncio.to_thread(self.proc.wait, 30)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-
-    def tail(self, lines: int = 60) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
 
 class Mailbox:
@@ -128,16 +84,14 @@ class MailWorld:
         self.url, self.db_name = await create_pg_database()
         self.servers = await start_mail_servers(self.mail_root)
         self.narrator = self.servers.add_user("narrator", "narrator-password")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(OURS)}
-        env.update({"PYTHONPATH": str(ROOT), "DATABASE_URL": self.url, "AMQP_URL": self.amqp_url,
-                    "BUS_PREFIX": self.prefix, "OPS_LISTEN": "off", "LOG_LEVEL": "INFO"})
+        env = {"DATABASE_URL": self.url, "AMQP_URL": self.amqp_url, "BUS_PREFIX": self.prefix}
         mail = {"EMAIL_ADDRESS": self.narrator, "EMAIL_SECRET": SECRET, "EMAIL_LINGER": str(self.linger),
                 "IMAP_POLL_INTERVAL": "1", "SMTP_HOST": "127.0.0.1", "SMTP_PORT": str(self.servers.smtp_port),
                 "SMTP_SECURITY": "none", "SMTP_USER": self.narrator, "SMTP_PASSWORD": "narrator-password",
                 "IMAP_HOST": "127.0.0.1", "IMAP_PORT": str(self.servers.imap_port), "IMAP_SECURITY": "none",
                 "IMAP_USER": self.narrator, "IMAP_PASSWORD": "narrator-password"}
-        self.engine = Service("engine", env, self.root / "engine.log", "engine ready")
-        self.gateway = Service("email", {**env, **mail}, self.root / "email.log", "email gateway ready")
+        self.engine = ServiceProcess("engine", env, self.root / "engine.log", "engine ready")
+        self.gateway = ServiceProcess("email", {**env, **mail}, self.root / "email.log", "email gateway ready")
         self.store = Store(self.url)
         self.bus = RabbitBus(self.amqp_url, prefix=self.prefix)  # the test's own: options a host set elsewhere
         try:

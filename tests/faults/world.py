@@ -189,18 +189,24 @@ class TcpProxy:
             await self._server.wait_closed()
 
 
+#: The developer's own settings, left out of a service's environment: it gets only what its test gives.
+OURS = ("EMAIL_", "SMTP_", "IMAP_", "TELEGRAM_", "DATABASE_", "AMQP_", "BUS_")
+
+
 class ServiceProcess:
-    """``python -m services.cli <command>`` with ``env``; ``kill()`` is SIGKILL, ``start()`` again
-    appends to the same log and waits for the ready line."""
+    """``python -m services.cli <command>`` with ``env`` (over this process's environment, less the
+    developer's own settings); ``kill()`` is SIGKILL, ``start()`` again appends to the same log and
+    waits for the ready line."""
 
     def __init__(self, command: str, env: dict[str, str], log: Path, ready: str) -> None:
         self.command, self.log, self.ready = command, log, ready
-        self.env = {**os.environ, "LOG_LEVEL": "INFO", "OPS_LISTEN": "off", "PYTHONPATH": str(ROOT), **env}
+        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith(OURS)},
+                    "LOG_LEVEL": "INFO", "OPS_LISTEN": "off", "PYTHONPATH": str(ROOT), **env}
         self.proc: subprocess.Popen | None = None
         self.starts = 0
         self.kills = 0
 
-    async def start(self, timeout: float = 60) -> None:
+    async def start(self, timeout: float = 90) -> None:
         self.starts += 1
         with self.log.open("a") as out:
             out.write(f"--- start {self.starts}\n")
@@ -210,7 +216,7 @@ class ServiceProcess:
         deadline = time.monotonic() + timeout
         while self.text().count(self.ready) < self.starts:
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"{self.command} did not start:\n{self.text()[-4000:]}")
+                raise AssertionError(f"avalon {self.command} did not start:\n{self.tail()}")
             await asyncio.sleep(0.05)
 
     def kill(self) -> None:
@@ -229,7 +235,10 @@ class ServiceProcess:
             return -9
 
     def text(self) -> str:
-        return self.log.read_text() if self.log.exists() else ""
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def tail(self, lines: int = 60) -> str:
+        return "\n".join(self.text().splitlines()[-lines:])
 
     def errors(self) -> list[str]:
         """ERROR lines and tracebacks the service logged: a fault the service expects is not one."""

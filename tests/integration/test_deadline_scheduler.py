@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import datetime, timedelta, timezone
 
 from services.engine.deadlines import DeadlineScheduler
@@ -65,3 +66,30 @@ async def test_a_deadline_already_past_fires_at_once():
         assert bus.sent == [("timeout:g3:7", "phase_timed_out", None)]
     finally:
         scheduler.shutdown()
+
+
+async def test_a_deadline_cut_off_by_the_engine_stopping_logs_no_error(caplog):
+    """The engine stops while a timeout is on its way to the broker: one INFO line, not an ERROR with a
+    traceback from APScheduler (the load benchmark's only ERROR, at its end)."""
+    caplog.set_level(logging.INFO)
+    sending = asyncio.Event()
+
+    class Stuck:
+        async def send_command(self, envelope) -> None:
+            sending.set()
+            await asyncio.Event().wait()  # the broker never confirms before the stop
+
+    scheduler = DeadlineScheduler(Stuck())
+    scheduler.start()
+    try:
+        scheduler.arm("g1", 2, datetime.now(timezone.utc), 30)
+        await asyncio.wait_for(sending.wait(), 5)
+        jobs = [t for t in asyncio.all_tasks() if "run_coroutine_job" in repr(t.get_coro())]
+        assert jobs, "the job's task is running"
+        for task in jobs:
+            task.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+    finally:
+        scheduler.shutdown()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], [r.getMessage() for r in caplog.records]
+    assert any("was not sent" in r.getMessage() and "g1" in r.getMessage() for r in caplog.records)
