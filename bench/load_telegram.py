@@ -217,7 +217,7 @@ class TelegramWorld:
                 self.spawn(self.send(table, table.host, table.group, "/invite " + " ".join(table.mail), "invite"))
         if table.stage == "lobby" and JOINED in text:
             joined = sum(m.text.count(JOINED) for m in self.fake.messages(table.group))
-            if joined >= len(table.users) - 1 + len(table.mail):
+            if joined >= len(table.users) + len(table.mail):  # the host's own join is shown too
                 table.stage = "started"
                 self.spawn(self.send(table, table.host, table.group, "/startgame", "startgame"))
         if not data:

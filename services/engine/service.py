@@ -633,16 +633,26 @@ _GATEWAY_CHANNELS = frozenset({"telegram", "email"})
 
 
 def _not_from(env: CommandEnvelope, sender: str | None, prefix: str | None) -> str | None:
-    """Why ``sender`` (the broker user that published the command, as RabbitMQ verified it) may not
-    have sent it; None when it may. A gateway's own user (``<prefix>-telegram``, see
-    services/broker_users.py) speaks only for its own channel and its own channel's players: the
-    Telegram gateway cannot act as a mail player, or as the scheduler. The engine's user may send
-    anything (the scheduler is in it); any other user (guest, an admin: a development broker) is
-    trusted as before. Whoever sent it, a gateway's channel speaks only for that channel's players:
-    no gateway sends a command for a player of another channel (``tg:1`` on the email channel)."""
+    """Why this command may not be believed as sent; None when it may: a gateway's channel speaks only
+    for that channel's players, and a gateway's broker user only for its own channel."""
+    return _foreign_player(env) or _not_sent_by(env, sender, prefix)
+
+
+def _foreign_player(env: CommandEnvelope) -> str | None:
+    """Whoever sent it, a gateway's channel speaks only for that channel's players: no gateway sends a
+    command for a player of another channel (``tg:1`` on the email channel)."""
     claimed = channels_of(env.actor) & _GATEWAY_CHANNELS
     if env.channel in _GATEWAY_CHANNELS and claimed and claimed != {env.channel}:
         return f"actor {env.actor[:60]!r} is no {env.channel} player, claimed on the {env.channel} channel"
+    return None
+
+
+def _not_sent_by(env: CommandEnvelope, sender: str | None, prefix: str | None) -> str | None:
+    """Why ``sender`` (the broker user that published the command, as RabbitMQ verified it) may not
+    have sent it. A gateway's own user (``<prefix>-telegram``, see services/broker_users.py) speaks
+    only for its own channel and its own channel's players: the Telegram gateway cannot act as a mail
+    player, or as the scheduler. The engine's user may send anything (the scheduler is in it); any
+    other user (guest, an admin: a development broker) is trusted as before."""
     if not sender or not prefix or not sender.startswith(prefix + "-"):
         return None
     role = sender[len(prefix) + 1:]

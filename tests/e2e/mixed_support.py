@@ -39,23 +39,32 @@ class MixedNarrator(Narrator):
         await self.store.migrate()
         self.bus = InProcessBus()
         await self.bus.start()
-        self.bot = self.fake.make_bot(default=DefaultBotProperties(parse_mode="HTML"))
-        self.telegram = TelegramGateway(self.bot, self.bus, limits=FAST, database_url=self.url)
-        await self.telegram.start()
-        self.dispatcher = self.telegram.dispatcher()
-        self.polling = asyncio.create_task(
-            self.dispatcher.start_polling(self.bot, handle_signals=False, polling_timeout=1))
+        await start_telegram(self)
         await self.start_gateway()
         self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus))
         await self.engine.start()
 
     async def stop(self) -> None:
-        await self.dispatcher.stop_polling()
-        self.polling.cancel()
-        await asyncio.gather(self.polling, return_exceptions=True)
-        await self.telegram.close()
-        await self.bot.session.close()
+        await stop_telegram(self)
         await super().stop()
+
+
+async def start_telegram(narrator) -> None:
+    """The Telegram gateway of ``narrator`` (its ``fake``, ``bus`` and ``url``), polling the fake Bot API."""
+    narrator.bot = narrator.fake.make_bot(default=DefaultBotProperties(parse_mode="HTML"))
+    narrator.telegram = TelegramGateway(narrator.bot, narrator.bus, limits=FAST, database_url=narrator.url)
+    await narrator.telegram.start()
+    narrator.dispatcher = narrator.telegram.dispatcher()
+    narrator.polling = asyncio.create_task(
+        narrator.dispatcher.start_polling(narrator.bot, handle_signals=False, polling_timeout=1))
+
+
+async def stop_telegram(narrator) -> None:
+    await narrator.dispatcher.stop_polling()
+    narrator.polling.cancel()
+    await asyncio.gather(narrator.polling, return_exceptions=True)
+    await narrator.telegram.close()
+    await narrator.bot.session.close()
 
 
 class TypedMailPlayer(MailPlayer):

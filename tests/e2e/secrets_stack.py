@@ -18,7 +18,6 @@ from email.policy import default
 from email.utils import formatdate, make_msgid
 
 import pytest
-from aiogram.client.default import DefaultBotProperties
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
@@ -29,11 +28,10 @@ from services.email_gateway.tokens import Tokens
 from services.engine.deadlines import DeadlineScheduler
 from services.engine.service import EngineService
 from services.engine.store import Store
-from services.telegram_gateway.gateway import TelegramGateway
 from shared.bus import InProcessBus
 from shared.narration.render import html_to_text
 from tests.e2e.email_support import SECRET, links_of
-from tests.e2e.mixed_support import FAST
+from tests.e2e.mixed_support import mail_text, start_telegram, stop_telegram
 from tests.fakes.telegram_api import FakeTelegram
 from tests.mailservers.dovecot import free_port
 
@@ -95,12 +93,7 @@ class Stack:
         await self.store.migrate()
         self.bus = InProcessBus()
         await self.bus.start()
-        self.bot = self.fake.make_bot(default=DefaultBotProperties(parse_mode="HTML"))
-        self.telegram = TelegramGateway(self.bot, self.bus, limits=FAST, database_url=self.url)
-        await self.telegram.start()
-        self.dispatcher = self.telegram.dispatcher()
-        self.polling = asyncio.create_task(
-            self.dispatcher.start_polling(self.bot, handle_signals=False, polling_timeout=1))
+        await start_telegram(self)
         smtp = SmtpSender("127.0.0.1", self.smtp_port, "none", NARRATOR, "secret")
         self.email = EmailGateway(self.bus, self.store.engine, identity=self.identity, tokens=Tokens(SECRET),
                                   smtp=smtp, linger=0.2, first_delay=0.2, max_delay=2.0)
@@ -109,11 +102,7 @@ class Stack:
         await self.engine.start()
 
     async def stop(self) -> None:
-        await self.dispatcher.stop_polling()
-        self.polling.cancel()
-        await asyncio.gather(self.polling, return_exceptions=True)
-        await self.telegram.close()
-        await self.bot.session.close()
+        await stop_telegram(self)
         await self.email.close()
         await self.engine.stop()
         await self.bus.close()
@@ -149,11 +138,6 @@ class Stack:
         message.set_content(body)
         await self.email.on_mail(next(self._uids), bytes(message))
         return str(message["Message-ID"])
-
-
-def mail_text(message: EmailMessage) -> str:
-    part = message.get_body(("plain",))
-    return part.get_content() if part is not None else ""
 
 
 @pytest.fixture
