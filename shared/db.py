@@ -10,10 +10,18 @@ from alembic import command as alembic_command
 from alembic.config import Config
 from sqlalchemy import event as sa_event
 from sqlalchemy import text
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 #: PostgreSQL advisory lock held while migrating: services that start together do not race.
 MIGRATION_LOCK = 0x4A7A10
+
+
+def upsert(engine: AsyncEngine, table, keys: list[str], columns: list[str]):
+    """``INSERT ... ON CONFLICT (keys) DO UPDATE`` of ``columns`` in this engine's dialect (PostgreSQL or
+    SQLite), each row's new values taking the old ones' place; executed with one row's values or many."""
+    insert = (postgresql if engine.dialect.name == "postgresql" else sqlite).insert(table)
+    return insert.on_conflict_do_update(index_elements=keys, set_={c: insert.excluded[c] for c in columns})
 
 
 def make_engine(url: str) -> AsyncEngine:

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
+
+from shared.db import upsert
 
 from .imap import MailboxState
 from .tables import ContactRow, MailboxRow, SeenMailRow
@@ -36,9 +37,6 @@ class MailStore:
     def __init__(self, engine) -> None:
         self.engine = engine  # the project's database (shared.db.make_engine)
 
-    def _insert(self, table):
-        return (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert(table)
-
     # -- the mailbox (imap.StateStore) ------------------------------------------------------
 
     async def load(self, key: str) -> MailboxState:
@@ -50,8 +48,7 @@ class MailStore:
     async def save(self, key: str, state: MailboxState) -> None:
         values = {"uidvalidity": state.uidvalidity, "last_uid": state.last_uid, "updated_at": _now()}
         async with self.engine.begin() as conn:
-            await conn.execute(self._insert(MailboxRow).values(key=key, **values)
-                               .on_conflict_do_update(index_elements=["key"], set_=values))
+            await conn.execute(upsert(self.engine, MailboxRow, ["key"], list(values)), {"key": key, **values})
 
     # -- mail read once ---------------------------------------------------------------------
 
@@ -83,8 +80,7 @@ class MailStore:
         known = await self.contact(address)
         values = {"failing": True, "failure": (failure or "")[:2000], "updated_at": _now()}
         async with self.engine.begin() as conn:
-            await conn.execute(self._insert(ContactRow).values(address=address, **values)
-                               .on_conflict_do_update(index_elements=["address"], set_=values))
+            await conn.execute(upsert(self.engine, ContactRow, ["address"], list(values)), {"address": address, **values})
         return not (known and known.failing)
 
     async def mark_working(self, address: str) -> None:
@@ -101,6 +97,6 @@ class MailStore:
             return False
         values = {"answered_at": now, "updated_at": now}
         async with self.engine.begin() as conn:
-            await conn.execute(self._insert(ContactRow).values(address=address, failing=False, **values)
-                               .on_conflict_do_update(index_elements=["address"], set_=values))
+            await conn.execute(upsert(self.engine, ContactRow, ["address"], list(values)),
+                               {"address": address, "failing": False, **values})
         return True

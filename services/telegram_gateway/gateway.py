@@ -282,12 +282,18 @@ class TelegramGateway:
         """The game's memory as last committed: an event that failed to draw, or was drawn before,
         leaves no trace in it."""
         blob = self._blobs.get(game)
+        if blob is None:  # nothing of it committed yet: drawn afresh from the event
+            self._put_game(game, None, {})
+        else:
+            self._put_game(game, *pickle.loads(blob))  # noqa: S301 - our own
+
+    def _put_game(self, game: str, memo: GameMemo | None, offers: dict) -> None:
+        """A game's memo (None: forgotten) and the offers made in it, in place of what the memory had."""
         for key in [k for k in self.memory.offers if k[0] == game]:
             del self.memory.offers[key]
-        if blob is None:  # nothing of it committed yet: drawn afresh from the event
+        if memo is None:
             self.memory.games.pop(game, None)
             return
-        memo, offers = pickle.loads(blob)  # noqa: S301 - our own
         self.memory.games[game] = memo
         for player, offer in offers.items():
             self.memory.offers[(game, player)] = offer
@@ -305,11 +311,7 @@ class TelegramGateway:
                 log.exception("the saved memory of game %s could not be read", game)
                 continue
             self._blobs[game] = blob
-            self.memory.games[game] = memo
-            for key in [k for k in self.memory.offers if k[0] == game]:
-                del self.memory.offers[key]
-            for player, offer in offers.items():
-                self.memory.offers[(game, player)] = offer
+            self._put_game(game, memo, offers)
             if not memo.over:  # the group's open game (the most recently changed wins)
                 self.memory.current[memo.chat_id] = game
             elif self.memory.current.get(memo.chat_id) == game:

@@ -11,9 +11,8 @@ import pickle
 from datetime import datetime, timezone
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 
-from shared.db import make_engine, migrate
+from shared.db import make_engine, migrate, upsert
 from shared.delivery.tables import GatewayStateRow
 
 from .memory import Memory
@@ -92,13 +91,9 @@ class MemoryKeeper:
         blob = pickle.dumps(self.memory_of(), protocol=pickle.HIGHEST_PROTOCOL)
         if blob == self._last:
             return
-        now = datetime.now(timezone.utc)
-        dialect = self.engine.dialect.name
-        insert = (postgresql if dialect == "postgresql" else sqlite).insert
-        statement = insert(GatewayStateRow).values(key=KEY, blob=blob, updated_at=now)
-        statement = statement.on_conflict_do_update(index_elements=["key"], set_={"blob": blob, "updated_at": now})
         async with self.engine.begin() as conn:
-            await conn.execute(statement)
+            await conn.execute(upsert(self.engine, GatewayStateRow, ["key"], ["blob", "updated_at"]),
+                               {"key": KEY, "blob": blob, "updated_at": datetime.now(timezone.utc)})
         self._last = blob
 
     async def close(self) -> None:

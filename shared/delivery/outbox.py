@@ -21,10 +21,10 @@ from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable
 
 from sqlalchemy import bindparam, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from shared import ops
+from shared.db import upsert
 
 from .tables import ChannelGameRow, HandledEvent, OutboxRow, SlotRow
 
@@ -206,13 +206,9 @@ class Outbox:
                     s.ids = [next(ids) for _ in s.messages]
             games = {s.game_id: s.game_blob for s in batch if s.game_blob is not None}  # the latest of each
             if games:
-                dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
-                statement = dialect.insert(ChannelGameRow)
-                await conn.execute(statement.on_conflict_do_update(
-                    index_elements=["channel", "game_id"],
-                    set_={"blob": statement.excluded.blob, "updated_at": statement.excluded.updated_at}),
-                    [{"channel": self.channel, "game_id": game, "blob": blob, "updated_at": now}
-                     for game, blob in games.items()])
+                await conn.execute(self._upsert_games(), [
+                    {"channel": self.channel, "game_id": game, "blob": blob, "updated_at": now}
+                    for game, blob in games.items()])
 
     def _staged(self, staged: "_Staged") -> None:
         self._enqueue([Row(id, staged.event_id, staged.game_id, m.recipient, m.body)
@@ -250,7 +246,8 @@ class Outbox:
     async def save_game(self, game_id: str, game_blob: bytes) -> None:
         """The channel's memory of a game changed without an event (a player's message did it)."""
         async with self.engine.begin() as conn:
-            await conn.execute(self._upsert_game(game_id, game_blob, datetime.now(timezone.utc)))
+            await conn.execute(self._upsert_games(), {"channel": self.channel, "game_id": game_id, "blob": game_blob,
+                                                      "updated_at": datetime.now(timezone.utc)})
 
     async def handled(self, event_id: str) -> bool:
         async with self.engine.connect() as conn:
@@ -258,12 +255,8 @@ class Outbox:
                 HandledEvent.channel == self.channel, HandledEvent.event_id == event_id))
             return found.first() is not None
 
-    def _upsert_game(self, game_id: str, blob: bytes, now: datetime):
-        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
-        statement = dialect.insert(ChannelGameRow).values(channel=self.channel, game_id=game_id, blob=blob,
-                                                          updated_at=now)
-        return statement.on_conflict_do_update(index_elements=["channel", "game_id"],
-                                               set_={"blob": blob, "updated_at": now})
+    def _upsert_games(self):
+        return upsert(self.engine, ChannelGameRow, ["channel", "game_id"], ["blob", "updated_at"])
 
     async def games(self) -> dict[str, tuple[bytes, datetime]]:
         """The channel's memory of every game as last staged, and when: the least recently changed first."""
@@ -435,11 +428,8 @@ class Outbox:
                     await conn.execute(update(OutboxRow).where(OutboxRow.id == bindparam("row")).values(
                         state="sent", attempts=bindparam("tries"), done_at=bindparam("at")), marks)
                 if refs:
-                    dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
-                    statement = dialect.insert(SlotRow)
-                    await conn.execute(statement.on_conflict_do_update(
-                        index_elements=["channel", "slot"], set_={"ref": statement.excluded.ref}),
-                        [{"channel": self.channel, "slot": slot, "ref": ref} for slot, ref in refs.items()])
+                    await conn.execute(upsert(self.engine, SlotRow, ["channel", "slot"], ["ref"]),
+                                       [{"channel": self.channel, "slot": slot, "ref": ref} for slot, ref in refs.items()])
         except BaseException:
             self._marks[:0] = marks  # tried again with the next
             self._slot_refs = {**refs, **self._slot_refs}
