@@ -22,6 +22,7 @@ from shared.runtime import StartupError, one_line, retry
 from shared.throttle import from_settings as throttle_from_settings
 
 from .gateway import TelegramGateway
+from .polling import Poller
 from .sender import Limits
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class TelegramRunner:
         self.dispatcher = self.gateway.dispatcher()
         self.on_fatal = on_fatal
         self._polling: asyncio.Task | None = None
+        self._poller: Poller | None = None
         self._connecting: asyncio.Task | None = None
         self._web: web.AppRunner | None = None
         readiness.register("telegram", reason="connecting to the Bot API")
@@ -115,11 +117,15 @@ class TelegramRunner:
         if not s.telegram_webhook_url:
             await self.bot.delete_webhook(drop_pending_updates=False)
             # updates are handled side by side (a reply paced for one chat holds up no other); what
-            # each changed in the gateway's memory is saved as soon as it is handled (_save_after)
-            self._polling = asyncio.create_task(self.dispatcher.start_polling(self.bot, handle_signals=False))
+            # each changed in the gateway's memory is saved as soon as it is handled (_save_after), and
+            # only then is it confirmed to Telegram (polling.py): a kill loses none
+            self._poller = Poller(self.dispatcher, self.bot)
+            self._polling = asyncio.create_task(self._poller.run())
         else:
             app = web.Application()
-            SimpleRequestHandler(dispatcher=self.dispatcher, bot=self.bot,
+            # answered once handled: Telegram sends an update again until it gets that answer, so a
+            # gateway killed while handling one loses none (in the background, it would be lost)
+            SimpleRequestHandler(dispatcher=self.dispatcher, bot=self.bot, handle_in_background=False,
                                  secret_token=s.telegram_webhook_secret).register(app, path=WEBHOOK_PATH)
             setup_application(app, self.dispatcher, bot=self.bot)
             self._web = web.AppRunner(app)
@@ -138,9 +144,9 @@ class TelegramRunner:
             self._connecting.cancel()
             await asyncio.gather(self._connecting, return_exceptions=True)
         if self._polling is not None:
-            await self.dispatcher.stop_polling()
             self._polling.cancel()
             await asyncio.gather(self._polling, return_exceptions=True)
+            await self._poller.finish()
         if self._web is not None:
             await self._web.cleanup()
         await self.gateway.close()

@@ -119,6 +119,7 @@ class Sender:
         session = getattr(bot, "session", None)
         if session is not None and hasattr(session, "middleware"):
             session.middleware(self._hold_back)
+            session.middleware(_late_answer)
         hold_response_models()
 
     # -- public API ------------------------------------------------------------------
@@ -324,3 +325,17 @@ def _relay(target: asyncio.Future):
         if not target.done():
             target.set_result(source.result() if not source.exception() else None)
     return copy
+
+
+async def _late_answer(make_request: Any, bot: Any, method: Any) -> Any:
+    """The bot's request middleware: an answer to a button press that Telegram no longer takes (the
+    press is too old, or was answered already) is not a failure of the press. Such a press comes again
+    after a restart: the gateway was killed while handling it, so Telegram was not told it was done.
+    The answer only stops the button's spinner; the press itself is still handled."""
+    try:
+        return await make_request(bot, method)
+    except TelegramBadRequest as error:
+        if type(method).__name__ != "AnswerCallbackQuery" or "query" not in str(error).lower():
+            raise
+        log.info("a button press was answered too late (%s): handled all the same", error.message)
+        return True
