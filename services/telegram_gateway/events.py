@@ -199,6 +199,8 @@ class EventPainter:
 
     async def on_options_changed(self, memo, envelope, e) -> bool:
         memo.options = e.options
+        if memo.options_wanted == e.options:  # the host's latest press is in: the next builds on this
+            memo.options_wanted = None
         message = self.gw.memory.settings_messages.get(memo.game_id)
         if message is not None:
             from .routers.settings import settings_keyboard, settings_text
@@ -293,6 +295,11 @@ class EventPainter:
 
     async def on_player_played_card(self, memo, envelope, e) -> bool:
         return True  # the quest result says it all; no message per card in the group
+
+    async def on_command_rejected(self, memo, envelope, e) -> bool:
+        if e.command_type == "change_options":  # the host's presses build on the game's options again
+            memo.options_wanted = None
+        return False
 
     async def on_choices_offered(self, memo, envelope, e) -> bool:
         self.gw.memory.offers[(memo.game_id, e.player)] = e

@@ -16,6 +16,7 @@ class GameMemo:
     host: str = ""
     players: list[str] = field(default_factory=list)  # join order, then seat order
     options: Any = None
+    options_wanted: Any = None  # the host's latest /settings press, until the engine confirms or refuses it
     phase: str = "lobby"
     phase_id: int = 0
     leader: str | None = None

@@ -124,6 +124,29 @@ async def test_the_host_changes_settings_with_buttons_and_others_cannot(world):
     await fake.wait_for_message(group, "The settings changed", timeout=10)
 
 
+async def test_two_quick_settings_presses_both_count(world):
+    """The host toggles two roles off before the engine has confirmed the first: the second press
+    builds on the first, so neither undoes the other."""
+    fake, group, users, gateway = world
+    await lobby_of(fake, group, users[:5])
+    await users[0].send(group, "/settings")
+    panel = await fake.wait_for_message(group, timeout=10,
+                                        where=lambda m: any(d.startswith("s:") for d in m.callback_data))
+
+    def button(name: str) -> dict:
+        return next(b for b in panel.buttons if b["text"].endswith(name))
+
+    assert button("Percival")["text"].startswith("✅") and button("Morgana")["text"].startswith("✅")
+    await users[0].press(panel, button("Percival")["callback_data"])
+    await users[0].press(panel, button("Morgana")["callback_data"])
+    await fake.wait_for(lambda: fake.calls("answerCallbackQuery", ok=True) and len(
+        fake.calls("answerCallbackQuery", ok=True)) >= 2, timeout=10)
+    await fake.wait_for(lambda: button("Morgana")["text"].startswith("▫️"), timeout=10, what="Morgana off")
+    await asyncio.sleep(0.5)  # the last change shown is the last the host made
+    assert button("Percival")["text"].startswith("▫️"), "the second press undid the first"
+    assert button("Morgana")["text"].startswith("▫️")
+
+
 async def test_status_rules_help_mygames_and_lang_answer(world):
     fake, group, users, gateway = world
     await started_game(fake, group, users[:5])

@@ -24,8 +24,9 @@ SPEEDS = {
     "normal": Timers(),
     "forum": FORUM_TIMERS,
 }
-#: Steps each phase's timer cycles through (seconds).
-STEPS = [60, 120, 300, 600, 1800, 3600, 6 * 3600, 24 * 3600, 48 * 3600]
+#: Steps each phase's timer cycles through (seconds): the engine's whole range, 30 s to 14 days.
+STEPS = [tables.MIN_TIMER, 60, 120, 300, 600, 1800, 3600, 6 * 3600, 24 * 3600, 48 * 3600, 7 * 86400,
+         tables.MAX_TIMER]
 PHASE_TIMERS = ("proposal", "vote", "quest", "excalibur", "lady", "assassination", "last_word")
 OPTIONAL = [Role.PERCIVAL, Role.MORGANA, Role.MORDRED, Role.OBERON]
 TOGGLES = {"lady": "lady", "excalibur": "excalibur", "anon": "anonymous_votes", "gmf": "good_may_fail",
@@ -143,8 +144,18 @@ async def press(query: CallbackQuery, callback_data: SetCb, gw) -> None:
         await gw.sender.edit(memo.chat_id, query.message.message_id, settings_text(gw, memo),
                              settings_keyboard(gw, memo))
         return
-    options = changed(memo.options or Options(), callback_data.key, len(memo.players))
-    await gw.command(memo.game_id, player, {"type": "change_options", "options": options})
+    # built on the host's previous press even before the engine confirms it: two quick presses
+    # (say two roles) must not each start from the same options and undo each other
+    # (presses are handled side by side: it is set before the command goes, and taken back if it fails)
+    before = memo.options_wanted
+    options = memo.options_wanted = changed(before or memo.options or Options(), callback_data.key,
+                                            len(memo.players))
+    try:
+        await gw.command(memo.game_id, player, {"type": "change_options", "options": options})
+    except BaseException:
+        if memo.options_wanted is options:
+            memo.options_wanted = before
+        raise
     await query.answer(gw.ui(memo, player, "sent"))
 
 
