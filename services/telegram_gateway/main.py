@@ -117,9 +117,9 @@ class TelegramRunner:
         if not s.telegram_webhook_url:
             await self.bot.delete_webhook(drop_pending_updates=False)
             # updates are handled side by side (a reply paced for one chat holds up no other); what
-            # each changed in the gateway's memory is saved as soon as it is handled (_save_after), and
-            # only then is it confirmed to Telegram (polling.py): a kill loses none
-            self._poller = Poller(self.dispatcher, self.bot)
+            # each changed in the gateway's memory is saved as soon as it is handled (_save_after); each
+            # is committed to the database before Telegram is told it arrived (polling.py): a kill loses none
+            self._poller = Poller(self.dispatcher, self.bot, database_url=s.database_url)
             self._polling = asyncio.create_task(self._poller.run())
         else:
             app = web.Application()

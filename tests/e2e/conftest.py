@@ -36,7 +36,7 @@ class GatewayProcess:
         self.gateway = TelegramGateway(self.bot, self.bus, limits=self.limits, database_url=self.database_url)
         await self.gateway.start()
         self.dispatcher = self.gateway.dispatcher()
-        self.poller = Poller(self.dispatcher, self.bot, timeout=1)
+        self.poller = Poller(self.dispatcher, self.bot, database_url=self.database_url, timeout=1)
         self.polling = asyncio.create_task(self.poller.run())
         return self.gateway
 

@@ -56,7 +56,7 @@ async def start_telegram(narrator) -> None:
     narrator.telegram = TelegramGateway(narrator.bot, narrator.bus, limits=FAST, database_url=narrator.url)
     await narrator.telegram.start()
     narrator.dispatcher = narrator.telegram.dispatcher()
-    narrator.poller = Poller(narrator.dispatcher, narrator.bot, timeout=1)
+    narrator.poller = Poller(narrator.dispatcher, narrator.bot, database_url=narrator.url, timeout=1)
     narrator.polling = asyncio.create_task(narrator.poller.run())
 
 
