@@ -1,18 +1,18 @@
-"""Long polling that loses no update: each is committed to the database before Telegram is told it
-arrived.
+"""Long polling that loses no update: Telegram is told an update arrived only once it is in the
+database or already handled.
 
 aiogram's own polling asks for the next updates as soon as it has handed a batch to its tasks. That
 request confirms the batch (Telegram forgets it), so a gateway killed while one of them was still
-being handled lost it: a leader's pick, a /startgame, a /join. Here a batch is first written to the
-``update_inbox`` table (the bus's ``Inbox``, shared/bus/inbox.py), and only then does the next
-getUpdates confirm it. An update's row is deleted once it has been handled; what a restart finds there
-is handled first. An update handled just before a crash, whose row was not deleted yet, is not handled
-twice: ``TelegramGateway._save_after`` keeps the ids of the updates it handled, saved before the
-row goes.
+being handled lost it: a leader's pick, a /startgame, a /join. Here each update is handed to its task
+at once, as aiogram does, and those still being handled are meanwhile written to the
+``update_inbox`` table (the bus's ``Inbox``, shared/bus/inbox.py); the next getUpdates, which confirms
+them, waits for that commit. An update's row is deleted once it has been handled; what a restart
+finds there is handled first. An update handled just before a crash, whose row was not deleted yet
+(or that Telegram sends again), is not handled twice: ``TelegramGateway._save_after`` keeps the ids
+of the updates it handled, saved before the row goes.
 
-Updates are handled side by side, as aiogram does: a reply paced for one chat holds up no other.
-Without a database (the in-memory gateway of some tests) updates are handed out at once, as
-aiogram's polling would."""
+Updates are handled side by side: a reply paced for one chat holds up no other. Without a database
+(the in-memory gateway of some tests) nothing is written, as with aiogram's polling."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class Poller:
         self.dispatcher, self.bot, self.timeout = dispatcher, bot, timeout
         self.inbox = Inbox(database_url, table=UPDATE_INBOX, key_of=update_key) if database_url else None
         self._handling: set[asyncio.Task] = set()
-        self._keys: set[str] = set()  # the inbox rows of the updates being handled
+        self._keys: set[str] = set()  # the updates being handled (their inbox keys)
         self._offset: int | None = None  # what the next getUpdates confirms everything before
         self._newest = 0  # the newest update handed out: one Telegram returns again is not handed out twice
 
@@ -49,22 +49,23 @@ class Poller:
         bot = self.bot
         me = await bot.me()
         if self.inbox is not None:
-            left = await self.inbox.open(self._stored)
+            left = await self.inbox.open(lambda key, body: None)
             if left:
                 log.info("%d updates received before the restart are handled now", len(left))
             for key, body in left:
-                self._stored(key, body)
+                self._hand_out(Update.model_validate_json(body, context={"bot": bot}))
         log.info("polling for updates as @%s", me.username)
         allowed = self.dispatcher.resolve_used_update_types()
         backoff = Backoff(config=BACKOFF)
         failing = False
+        unstored: list[Update] = []  # handed out, not yet committed to the inbox
         while True:
             try:
+                if unstored:
+                    await self._store(unstored)
+                    unstored = []
                 updates = await bot(GetUpdates(offset=self._offset, timeout=self.timeout, allowed_updates=allowed),
                                     request_timeout=int((bot.session.timeout or 60) + self.timeout))
-                if self.inbox is not None:  # committed before the next getUpdates confirms them
-                    await asyncio.gather(*(self.inbox.put(u.model_dump_json(exclude_unset=True, by_alias=True).encode())
-                                           for u in updates))
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # noqa: BLE001 - Telegram or the database away: nothing confirmed
@@ -78,35 +79,36 @@ class Poller:
                 log.info("taking updates again")
                 failing = False
                 backoff.reset()
-            if self.inbox is None:
-                for update in updates:
-                    self._hand_out(update, None)
+            for update in updates:  # handled at once; stored meanwhile, before the next getUpdates
+                if self._hand_out(update) and self.inbox is not None:
+                    unstored.append(update)
             if updates:
                 self._offset = updates[-1].update_id + 1
 
-    def _stored(self, key: str, body: bytes) -> None:
-        update = Update.model_validate_json(body, context={"bot": self.bot})
-        self._hand_out(update, key)
+    async def _store(self, updates: list[Update]) -> None:
+        """The updates still being handled, committed to the inbox (one handled already needs no row)."""
+        waiting = [u for u in updates if str(u.update_id) in self._keys]
+        await asyncio.gather(*(self.inbox.put(u.model_dump_json(exclude_unset=True, by_alias=True).encode())
+                               for u in waiting))
 
-    def _hand_out(self, update: Update, key: str | None) -> None:
-        if update.update_id <= self._newest:  # Telegram returned it again (a batch stored in part)
-            if key is not None and key not in self._keys and self.inbox is not None:
-                self.inbox.done(key)  # handled already: the row written again goes too
-            return
+    def _hand_out(self, update: Update) -> bool:
+        if update.update_id <= self._newest:  # Telegram returned it again (not confirmed yet)
+            return False
         self._newest = update.update_id
-        if key is not None:
-            self._keys.add(key)
+        key = str(update.update_id)
+        self._keys.add(key)
         task = asyncio.create_task(self._handle(update, key))
         self._handling.add(task)
         task.add_done_callback(self._handling.discard)
+        return True
 
-    async def _handle(self, update: Update, key: str | None) -> None:
+    async def _handle(self, update: Update, key: str) -> None:
         try:
             await self.dispatcher.feed_update(self.bot, update)
         except Exception:  # noqa: BLE001 - that update is done with; the others go on
             log.exception("update %d could not be handled", update.update_id)
-        if key is not None and self.inbox is not None:
-            self._keys.discard(key)
+        self._keys.discard(key)
+        if self.inbox is not None:
             self.inbox.done(key)
 
     async def finish(self, timeout: float = 10.0) -> None:
