@@ -22,7 +22,6 @@ from shared.runtime import StartupError, one_line, retry
 from shared.throttle import from_settings as throttle_from_settings
 
 from .gateway import TelegramGateway
-from .polling import Poller
 from .sender import Limits
 
 log = logging.getLogger(__name__)
@@ -64,7 +63,6 @@ class TelegramRunner:
         self.dispatcher = self.gateway.dispatcher()
         self.on_fatal = on_fatal
         self._polling: asyncio.Task | None = None
-        self._poller: Poller | None = None
         self._connecting: asyncio.Task | None = None
         self._web: web.AppRunner | None = None
         readiness.register("telegram", reason="connecting to the Bot API")
@@ -117,10 +115,8 @@ class TelegramRunner:
         if not s.telegram_webhook_url:
             await self.bot.delete_webhook(drop_pending_updates=False)
             # updates are handled side by side (a reply paced for one chat holds up no other); what
-            # each changed in the gateway's memory is saved as soon as it is handled (_save_after); each
-            # is committed to the database before Telegram is told it arrived (polling.py): a kill loses none
-            self._poller = Poller(self.dispatcher, self.bot, database_url=s.database_url)
-            self._polling = asyncio.create_task(self._poller.run())
+            # each changed in the gateway's memory is saved as soon as it is handled (_save_after)
+            self._polling = asyncio.create_task(self.dispatcher.start_polling(self.bot, handle_signals=False))
         else:
             app = web.Application()
             # answered once handled: Telegram sends an update again until it gets that answer, so a
@@ -144,9 +140,9 @@ class TelegramRunner:
             self._connecting.cancel()
             await asyncio.gather(self._connecting, return_exceptions=True)
         if self._polling is not None:
+            await self.dispatcher.stop_polling()
             self._polling.cancel()
             await asyncio.gather(self._polling, return_exceptions=True)
-            await self._poller.finish()
         if self._web is not None:
             await self._web.cleanup()
         await self.gateway.close()

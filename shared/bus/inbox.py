@@ -33,20 +33,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 log = logging.getLogger(__name__)
 
-
-def inbox_table(name: str) -> Table:
-    return Table(
-        name, MetaData(),
-        Column("message_id", String(200), primary_key=True),
-        Column("seq", BigInteger, nullable=False),
-        Column("body", LargeBinary, nullable=False),  # the command envelope's JSON, byte for byte
-        Column("received_at", DateTime(timezone=True), nullable=False),
-    )
-
-
-INBOX = inbox_table("inbox")
-#: The Telegram gateway's updates, kept the same way (services/telegram_gateway/polling.py).
-UPDATE_INBOX = inbox_table("update_inbox")
+INBOX = Table(
+    "inbox", MetaData(),
+    Column("message_id", String(200), primary_key=True),
+    Column("seq", BigInteger, nullable=False),
+    Column("body", LargeBinary, nullable=False),  # the command envelope's JSON, byte for byte
+    Column("received_at", DateTime(timezone=True), nullable=False),
+)
 
 #: Deletes per statement (SQLite's bound-parameter limit is well above it).
 _CHUNK = 500
@@ -83,11 +76,8 @@ class InboxMissing(RuntimeError):
 
 
 class Inbox:
-    def __init__(self, url: str, *, delete_delay: float = 0.2, max_deletes: int = 2000, table: Table = INBOX,
-                 key_of: Callable[[bytes], str] = message_id_of) -> None:
-        """``table``: the table kept (the bus's commands by default); ``key_of``: a body's key in it."""
+    def __init__(self, url: str, *, delete_delay: float = 0.2, max_deletes: int = 2000) -> None:
         self.url = url
-        self.table, self.key_of = table, key_of
         self.delete_delay = delete_delay  # how long handled commands' rows may wait to be deleted together
         self.max_deletes = max_deletes  # ... or how many
         self._engine: AsyncEngine | None = None
@@ -107,12 +97,12 @@ class Inbox:
         try:
             async with self._engine.connect() as conn:
                 rows = (await conn.execute(
-                    select(self.table.c.message_id, self.table.c.body).order_by(self.table.c.seq))).all()
-                top = (await conn.execute(select(func.max(self.table.c.seq)))).scalar()
+                    select(INBOX.c.message_id, INBOX.c.body).order_by(INBOX.c.seq))).all()
+                top = (await conn.execute(select(func.max(INBOX.c.seq)))).scalar()
         except DBAPIError as error:
             await self._engine.dispose()
             self._engine = None
-            raise InboxMissing(f"the {self.table.name} table cannot be read: {error.orig!r}; without it, run the "
+            raise InboxMissing(f"the command inbox cannot be read: {error.orig!r}; without its table, run the "
                                "migrations (avalon migrate) first") from None
         self._seq = top or 0
         self._on_stored = on_stored
@@ -126,7 +116,7 @@ class Inbox:
         if self._writer is None or self._writer.done() or self._closing:
             raise RuntimeError("the inbox is not open: await bus.start() first")
         future = asyncio.get_running_loop().create_future()
-        self._puts.append((self.key_of(body), body, future))
+        self._puts.append((message_id_of(body), body, future))
         self._wake.set()
         await future
 
@@ -208,7 +198,6 @@ class Inbox:
             rows.append(dict(message_id=key, seq=self._seq, body=body, received_at=now))
         async with self._engine.begin() as conn:
             if rows:  # a command id already waiting (sent twice): one row, delivered as often as sent
-                await conn.execute(self._insert(self.table).on_conflict_do_nothing(index_elements=["message_id"]),
-                                   rows)
+                await conn.execute(self._insert(INBOX).on_conflict_do_nothing(index_elements=["message_id"]), rows)
             for start in range(0, len(done), _CHUNK):
-                await conn.execute(delete(self.table).where(self.table.c.message_id.in_(done[start:start + _CHUNK])))
+                await conn.execute(delete(INBOX).where(INBOX.c.message_id.in_(done[start:start + _CHUNK])))

@@ -12,7 +12,6 @@ from services.engine.deadlines import DeadlineScheduler
 from services.engine.service import EngineService
 from services.engine.store import Store
 from services.telegram_gateway.gateway import TelegramGateway
-from services.telegram_gateway.polling import Poller
 from services.telegram_gateway.sender import Limits
 from shared.bus.rabbit import RabbitBus
 from tests.fakes.telegram_api import FakeTelegram
@@ -36,14 +35,14 @@ class GatewayProcess:
         self.gateway = TelegramGateway(self.bot, self.bus, limits=self.limits, database_url=self.database_url)
         await self.gateway.start()
         self.dispatcher = self.gateway.dispatcher()
-        self.poller = Poller(self.dispatcher, self.bot, database_url=self.database_url, timeout=1)
-        self.polling = asyncio.create_task(self.poller.run())
+        self.polling = asyncio.create_task(
+            self.dispatcher.start_polling(self.bot, handle_signals=False, polling_timeout=1))
         return self.gateway
 
     async def stop(self) -> None:
+        await self.dispatcher.stop_polling()
         self.polling.cancel()
         await asyncio.gather(self.polling, return_exceptions=True)
-        await self.poller.finish()
         await self.gateway.close()
         await self.bot.session.close()
         await self.bus.close()

@@ -17,7 +17,6 @@ from services.email_gateway.wording import Intent, link_body, parse
 from services.engine.deadlines import DeadlineScheduler
 from services.engine.service import EngineService
 from services.telegram_gateway.gateway import TelegramGateway
-from services.telegram_gateway.polling import Poller
 from services.telegram_gateway.sender import Limits
 from tests.e2e.email_support import MailPlayer, Narrator, wait_until  # noqa: F401 - used by the mixed test
 
@@ -56,14 +55,14 @@ async def start_telegram(narrator) -> None:
     narrator.telegram = TelegramGateway(narrator.bot, narrator.bus, limits=FAST, database_url=narrator.url)
     await narrator.telegram.start()
     narrator.dispatcher = narrator.telegram.dispatcher()
-    narrator.poller = Poller(narrator.dispatcher, narrator.bot, database_url=narrator.url, timeout=1)
-    narrator.polling = asyncio.create_task(narrator.poller.run())
+    narrator.polling = asyncio.create_task(
+        narrator.dispatcher.start_polling(narrator.bot, handle_signals=False, polling_timeout=1))
 
 
 async def stop_telegram(narrator) -> None:
+    await narrator.dispatcher.stop_polling()
     narrator.polling.cancel()
     await asyncio.gather(narrator.polling, return_exceptions=True)
-    await narrator.poller.finish()
     await narrator.telegram.close()
     await narrator.bot.session.close()
 
