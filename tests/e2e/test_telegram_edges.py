@@ -139,8 +139,7 @@ async def test_two_quick_settings_presses_both_count(world):
     assert button("Percival")["text"].startswith("✅") and button("Morgana")["text"].startswith("✅")
     await users[0].press(panel, button("Percival")["callback_data"])
     await users[0].press(panel, button("Morgana")["callback_data"])
-    await fake.wait_for(lambda: fake.calls("answerCallbackQuery", ok=True) and len(
-        fake.calls("answerCallbackQuery", ok=True)) >= 2, timeout=10)
+    await fake.wait_for(lambda: len(fake.calls("answerCallbackQuery", ok=True)) >= 2, timeout=10)
     await fake.wait_for(lambda: button("Morgana")["text"].startswith("▫️"), timeout=10, what="Morgana off")
     await asyncio.sleep(0.5)  # the last change shown is the last the host made
     assert button("Percival")["text"].startswith("▫️"), "the second press undid the first"

@@ -195,4 +195,3 @@ async def test_sigkills_of_the_telegram_gateway_lose_no_message_of_a_whole_game(
         await engine_bus.delete_everything("telegram")
         await store.close()
         await fake.stop()
-

@@ -144,9 +144,8 @@ async def press(query: CallbackQuery, callback_data: SetCb, gw) -> None:
         await gw.sender.edit(memo.chat_id, query.message.message_id, settings_text(gw, memo),
                              settings_keyboard(gw, memo))
         return
-    # built on the host's previous press even before the engine confirms it: two quick presses
-    # (say two roles) must not each start from the same options and undo each other
-    # (presses are handled side by side: it is set before the command goes, and taken back if it fails)
+    # built on the host's previous press before the engine confirms it, so two quick presses do not
+    # undo each other; set before the command goes (presses run side by side), taken back if it fails
     before = memo.options_wanted
     options = memo.options_wanted = changed(before or memo.options or Options(), callback_data.key,
                                             len(memo.players))
