@@ -31,9 +31,9 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 from unittest import mock
 
-from services.engine.rules import Options, Preset, cast_for, check_options
-from services.engine.rules.errors import Rejection
-from services.engine.rules.model import Card, CommandKind
+from shared.game import Options, Preset, cast_for, check_options
+from shared.game.errors import Rejection
+from shared.game.model import Card, CommandKind
 
 if TYPE_CHECKING:  # the engine, the bus and the narration are loaded when a demo runs, not with every command
     from services.engine.deadlines import DeadlineScheduler

@@ -1,6 +1,6 @@
 """The project's database, as every service opens it: one SQLAlchemy engine per URL (SQLite in
 WAL mode by default, PostgreSQL in compose) and one schema history (the Alembic migrations in
-services/engine/migrations, which carry every service's tables), migrated under a lock."""
+shared/migrations, which carry every service's tables), migrated under a lock."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def make_engine(url: str) -> AsyncEngine:
 async def migrate(engine: AsyncEngine) -> None:
     """Bring the schema to the newest migration (idempotent; one migration at a time on PostgreSQL)."""
     config = Config()
-    config.set_main_option("script_location", str(resources.files("services.engine") / "migrations"))
+    config.set_main_option("script_location", str(resources.files("shared") / "migrations"))
 
     def upgrade(connection) -> None:
         config.attributes["connection"] = connection

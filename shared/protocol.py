@@ -28,11 +28,11 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from services.engine.rules import commands as core_commands
-from services.engine.rules import events as core_events
-from services.engine.rules.errors import Reason
-from services.engine.rules.events import AudienceKind
-from services.engine.rules.model import Card, CommandKind, Phase
+from shared.game import commands as core_commands
+from shared.game import events as core_events
+from shared.game.errors import Reason
+from shared.game.events import AudienceKind
+from shared.game.model import Card, CommandKind, Phase
 
 PROTOCOL_VERSION = 1
 Channel = Literal["telegram", "email", "scheduler", "cli", "test"]

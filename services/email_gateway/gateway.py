@@ -121,8 +121,8 @@ class EmailGateway:
         player = PREFIX + address
         locale = self.locale_of(player, language) if key != "language_set" else pick_locale((language or "en",))
         if key == "rules":
-            from services.engine.rules import Options
-            from services.engine.rules.model import MissedRule
+            from shared.game import Options
+            from shared.game.model import MissedRule
 
             options = game.options if game and game.options else Options()
             rendered = self.narrator.render_template(locale, "rules.html", Recipient(player, (locale,)),

@@ -252,7 +252,7 @@ class Inbound:
         return f"profile {intent.kind}"
 
     async def new_game(self, mail: IncomingMail, key: str, player: str, intent: Intent) -> str:
-        from services.engine.rules import Options
+        from shared.game import Options
 
         gw = self.gw
         # from the mail itself: the same mail read again (a crash before it was remembered) is the same game

@@ -20,7 +20,7 @@ from apscheduler.triggers.date import DateTrigger
 
 from shared.bus import Bus
 from shared.protocol import CommandEnvelope, RemindPhase
-from services.engine.rules.commands import SCHEDULER
+from shared.game.commands import SCHEDULER
 
 log = logging.getLogger(__name__)
 

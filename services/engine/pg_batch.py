@@ -18,6 +18,8 @@ from sqlalchemy.engine import make_url
 
 from shared import quiet
 
+from .conflicts import Conflict, Duplicate
+
 #: Raised by the statement itself when a game's version is not the one the batch was decided on.
 _CONFLICT_MARK = "avalon: version conflict"
 
@@ -103,8 +105,6 @@ class PgBatchWriter:
 
     async def write(self, rows) -> list[int]:
         """Write a batch (``store._Rows``) in one statement; returns the events' ids in order."""
-        from .store import Conflict, Duplicate  # noqa: PLC0415 - store imports this module
-
         p, g, u, e = rows.processed, rows.new_games, rows.updates + rows.keep_deadline, rows.events
         keep = [False] * len(rows.updates) + [True] * len(rows.keep_deadline)
         args = (

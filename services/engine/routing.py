@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from shared.protocol import Choice, ChoicesOffered, Person
 from services.engine.rules import AudienceKind, CommandKind, legal_commands
-from services.engine.rules import events as core_events
+from shared.game import events as core_events
 
 CHANNEL_PREFIXES = {"tg": "telegram", "mail": "email", "test": "test"}
 

@@ -55,15 +55,16 @@ from services.engine.rules import (
     new_game,
     pending_players,
 )
-from services.engine.rules import events as core_events
-from services.engine.rules.commands import SCHEDULER
-from services.engine.rules.errors import Rejection
+from shared.game import events as core_events
+from shared.game.commands import SCHEDULER
+from shared.game.errors import Rejection
 
 from .deadlines import DeadlineScheduler
 from .routing import ROUTED as _ROUTED
 from .routing import SEATING_COMMANDS, SEATING_EVENTS, channels_of, choices_for, person_of, readers_of
 from .side_commands import SideCommands
-from .store import KEEP, Conflict, Duplicate, LoadedGame, Outgoing, Store
+from .conflicts import Conflict, Duplicate
+from .store import KEEP, LoadedGame, Outgoing, Store
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from shared.protocol import (
     utcnow,
 )
 from services.engine.rules import Audience, Phase, Reason, pending_players, view
-from services.engine.rules import events as core_events
-from services.engine.rules.errors import reject
+from shared.game import events as core_events
+from shared.game.errors import reject
 
 from .routing import ROUTED as _ROUTED
 from .routing import channels_of, person_of

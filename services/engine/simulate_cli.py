@@ -8,8 +8,8 @@ import time
 from dataclasses import replace
 
 from .rules import Lancelot, Options, Preset, Role, cast_for, check_options
-from .rules.errors import Rejection
-from .rules.model import OPTIONAL_ROLES
+from shared.game.errors import Rejection
+from shared.game.model import OPTIONAL_ROLES
 from .simulate import Summary, random_game
 
 

@@ -20,18 +20,11 @@ from shared.db import make_engine, migrate
 from shared.protocol import INTERNAL_EVENTS, EventEnvelope, to_core_event
 from services.engine.rules import GameState, replay_events
 
+from .conflicts import Conflict, Duplicate
 from .pg_batch import PgBatchWriter
 from .tables import EventRow, GameRow, PlayerRow, ProcessedCommand
 
 KEEP = object()  # commit(deadline_at=KEEP): the open phase's deadline stays as it is
-
-
-class Conflict(Exception):
-    """The game changed under us (another engine instance): reload and decide again."""
-
-
-class Duplicate(Exception):
-    """This command id was processed already."""
 
 
 @dataclass

@@ -12,7 +12,7 @@ was sent.
   before anything new.
 
 The table (``message_id`` primary key, ``seq`` for the order, ``body``, ``received_at``) comes
-from the engine's migrations (``services/engine/migrations/versions/0003_inbox.py``); it is
+from the engine's migrations (``shared/migrations/versions/0003_inbox.py``); it is
 looked up here with SQLAlchemy Core so the bus does not import the engine.
 """
 

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from services.email_gateway.tables import SeenMailRow
 from services.email_gateway.words import email_words
 from services.engine.rules import Options, Preset
-from services.engine.rules.events import Audience
+from shared.game.events import Audience
 from shared.narration.render import Context, Narrator, Recipient
 from shared.protocol import CommandRejected, EventEnvelope, audience_model, utcnow
 

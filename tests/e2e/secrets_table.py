@@ -13,7 +13,7 @@ import asyncio
 import random
 
 from services.engine.rules import CommandKind, Team, legal_commands, pending_players
-from services.engine.rules.model import Phase
+from shared.game.model import Phase
 from shared.narration.render import LOCALES
 
 from .secrets_hands import TARGETED, MailHands, TelegramHands

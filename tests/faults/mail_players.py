@@ -115,7 +115,7 @@ class MailTable:
     async def start(self) -> None:
         if self.timers:  # short deadlines: options a host sets in the lobby (by mail there is no word for it)
             from services.engine.rules import Options
-            from services.engine.rules.options import Timers
+            from shared.game.options import Timers
 
             options = Options.preset_defaults("classic", timers=Timers(**self.timers)).to_dict()
             await self.world.bus.send_command(CommandEnvelope(

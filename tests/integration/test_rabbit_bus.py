@@ -21,7 +21,7 @@ import pytest
 
 from shared.bus import PoisonMessage, Unroutable
 from shared.protocol import AudienceModel, CommandEnvelope, CommandRejected, EventEnvelope, utcnow
-from services.engine.rules.events import AudienceKind
+from shared.game.events import AudienceKind
 
 TIMEOUT = 10.0
 

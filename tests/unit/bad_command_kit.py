@@ -14,10 +14,10 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from services.engine.rules import CreateGame, Join, Options, apply, legal_commands, new_game
-from services.engine.rules import commands as cmd
+from shared.game import commands as cmd
 from services.engine.rules.endgame import MAX_TEXT
 from services.engine.rules.legal import ACCEPTS
-from services.engine.rules.model import Card, CommandKind, Lancelot, Phase, Role
+from shared.game.model import Card, CommandKind, Lancelot, Phase, Role
 from services.engine.simulate import random_command, setup
 
 K = CommandKind

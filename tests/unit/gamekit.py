@@ -23,9 +23,9 @@ from services.engine.rules import (
     apply,
     new_game,
 )
-from services.engine.rules.errors import Reason, Rejection
-from services.engine.rules.model import Card, Phase, Role, Team
-from services.engine.rules.tables import quest_size
+from shared.game.errors import Reason, Rejection
+from shared.game.model import Card, Phase, Role, Team
+from shared.game.numbers import quest_size
 
 
 class Game:

@@ -20,7 +20,7 @@ from shared.protocol import (
     event_body,
 )
 from services.engine.rules import Card, CommandKind, Lancelot, Options, Phase, Reason
-from services.engine.rules import events as ev
+from shared.game import events as ev
 from services.engine.simulate import random_game
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)

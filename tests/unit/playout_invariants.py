@@ -13,10 +13,10 @@ import dataclasses
 from collections import Counter
 from enum import Enum
 
-from services.engine.rules import events as ev
-from services.engine.rules.events import AudienceKind
-from services.engine.rules.model import Card, Knowledge, MissedRule, Phase, Role, Team, WinCause
-from services.engine.rules.options import Options
+from shared.game import events as ev
+from shared.game.events import AudienceKind
+from shared.game.model import Card, Knowledge, MissedRule, Phase, Role, Team, WinCause
+from shared.game.options import Options
 
 from . import playout_rules as rules
 from .playout_views import ViewChecks

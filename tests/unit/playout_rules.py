@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from services.engine.rules.model import Knowledge, Role, Team
+from shared.game.model import Knowledge, Role, Team
 
 R = Role
 K = Knowledge

@@ -8,8 +8,8 @@ far (seats, roles, allegiance after any Lancelot switch, night knowledge from
 from __future__ import annotations
 
 from services.engine.rules import view
-from services.engine.rules.model import CommandKind, Team
-from services.engine.rules.model import Phase as P
+from shared.game.model import CommandKind, Team
+from shared.game.model import Phase as P
 
 from . import playout_rules as rules
 

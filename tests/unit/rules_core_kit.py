@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import Counter
 
 from services.engine.rules import Audience, AudienceKind
-from services.engine.rules.events import GameStarted, RoleAssigned
-from services.engine.rules.model import Knowledge, Phase, Team
+from shared.game.events import GameStarted, RoleAssigned
+from shared.game.model import Knowledge, Phase, Team
 from services.engine.rules.view import view
 
 from tests.unit.gamekit import Game

@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.engine.rules import Options, Rejection, apply
-from services.engine.rules import commands as cmd
+from shared.game import commands as cmd
 from services.engine.rules.endgame import MAX_TEXT
-from services.engine.rules.errors import Reason
-from services.engine.rules.events import Audience
-from services.engine.rules.model import Phase
+from shared.game.errors import Reason
+from shared.game.events import Audience
+from shared.game.model import Phase
 from shared.narration.render import LOCALES, Context, Narrator, Recipient, reasons
 from shared.protocol import CommandRejected, EventEnvelope, audience_model, utcnow
 

@@ -25,8 +25,8 @@ import pytest
 
 from services.engine.rules import (Accepted, CreateGame, Options, Rejection, apply, new_game, replay_commands,
                                    replay_events)
-from services.engine.rules import events as ev
-from services.engine.rules.model import Lancelot, Phase, Role
+from shared.game import events as ev
+from shared.game.model import Lancelot, Phase, Role
 from services.engine.simulate import random_game
 
 from .playout_invariants import EventChecker

@@ -22,8 +22,8 @@ from services.engine.rules import (
     apply,
     view,
 )
-from services.engine.rules import events as ev
-from services.engine.rules.model import (
+from shared.game import events as ev
+from shared.game.model import (
     Card,
     Lancelot,
     MissedRule,

@@ -8,12 +8,12 @@ from services.engine.rules import (
     Accuse, Assassinate, CancelGame, CastVote, ChangeOptions, Confer, HandShot, Join, Options, PhaseTimedOut,
     PlayCard, ProposeTeam, SpeakLastWord, apply,
 )
-from services.engine.rules.errors import Reason, Rejection
-from services.engine.rules.events import (
+from shared.game.errors import Reason, Rejection
+from shared.game.events import (
     PUBLIC, AssassinationResolved, ConferenceMessage, ConferenceOpened, GameEnded, LastWordSpoken,
     MerlinAccused, PhaseOpened, QuestResolved, ShotHanded,
 )
-from services.engine.rules.model import Card, Phase, Role, Team, WinCause
+from shared.game.model import Card, Phase, Role, Team, WinCause
 from services.engine.rules.view import view
 
 from tests.unit.rules_core_kit import Game, shooter, to_assassination

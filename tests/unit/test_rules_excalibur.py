@@ -18,9 +18,9 @@ from services.engine.rules import (
     legal_commands,
     view,
 )
-from services.engine.rules import events as ev
-from services.engine.rules.errors import Reason
-from services.engine.rules.model import Card, CommandKind, Phase, Team
+from shared.game import events as ev
+from shared.game.errors import Reason
+from shared.game.model import Card, CommandKind, Phase, Team
 
 from .gamekit import Game
 

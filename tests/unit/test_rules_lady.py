@@ -15,9 +15,9 @@ from services.engine.rules import (
     legal_commands,
     view,
 )
-from services.engine.rules import events as ev
-from services.engine.rules.errors import Reason
-from services.engine.rules.model import CommandKind, Lancelot, Phase, Role, Team
+from shared.game import events as ev
+from shared.game.errors import Reason
+from shared.game.model import CommandKind, Lancelot, Phase, Role, Team
 
 from .gamekit import Game
 

@@ -10,9 +10,9 @@ from services.engine.rules import (
     CancelGame, CastVote, ChangeOptions, CreateGame, Join, Leave, Options, PlayCard, StartGame, Timers, apply,
     new_game,
 )
-from services.engine.rules.errors import Reason, Rejection
-from services.engine.rules.events import PUBLIC, GameCancelled, GameStarted, OptionsChanged, PlayerLeft
-from services.engine.rules.model import Card, Conference, Hammer, Lancelot, MissedVote, Phase, Preset, Role
+from shared.game.errors import Reason, Rejection
+from shared.game.events import PUBLIC, GameCancelled, GameStarted, OptionsChanged, PlayerLeft
+from shared.game.model import Card, Conference, Hammer, Lancelot, MissedVote, Phase, Preset, Role
 from services.engine.rules.view import view
 
 from tests.unit.rules_core_kit import Game, started, team_with

@@ -7,12 +7,12 @@ from dataclasses import fields
 import pytest
 
 from services.engine.rules import CastVote, PlayCard, ProposeTeam
-from services.engine.rules.errors import Reason
-from services.engine.rules.events import (
+from shared.game.errors import Reason
+from shared.game.events import (
     PUBLIC, CardPlayed, GameEnded, PhaseOpened, ProposalMissed, QuestResolved, TeamProposed, VoteCast,
     VotesRevealed,
 )
-from services.engine.rules.model import Card, Phase, Team, WinCause
+from shared.game.model import Card, Phase, Team, WinCause
 from services.engine.rules.view import view
 
 from tests.unit.rules_core_kit import Game, team_with

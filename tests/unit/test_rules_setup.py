@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from services.engine.rules import ChangeOptions, CreateGame, Join, Options, StartGame, apply, new_game
-from services.engine.rules.errors import Reason, Rejection
-from services.engine.rules.events import NOBODY, PUBLIC, Dealt, QuestResolved, RoleAssigned
-from services.engine.rules.model import Card, Knowledge, Lancelot, Phase, Role, Team
+from shared.game.errors import Reason, Rejection
+from shared.game.events import NOBODY, PUBLIC, Dealt, QuestResolved, RoleAssigned
+from shared.game.model import Card, Knowledge, Lancelot, Phase, Role, Team
 from services.engine.rules.view import view
 
 from tests.unit.rules_core_kit import (

@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from . import commands as cmd
+from shared.game import commands as cmd
 from . import endgame, lobby, rounds, timeouts
-from .errors import Reason, Rejection, reject
-from .events import Event
+from shared.game.errors import Reason, Rejection, reject
+from shared.game.events import Event
 from .evolve import evolve
 from .flow import Tx
 from .legal import ACCEPTS
-from .model import Phase
+from shared.game.model import Phase
 from .state import GameState
 
 Handler = Callable[[Tx, cmd.Command], Rejection | None]

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import events as ev
-from .model import Lancelot, Phase
+from shared.game import events as ev
+from shared.game.model import Lancelot, Phase
 from .state import GameState, QuestResult, VoteRecord
-from .tables import LADY_QUESTS, QUESTS_TO_WIN
+from shared.game.numbers import LADY_QUESTS, QUESTS_TO_WIN
 
 
 def evolve(state: GameState, event: ev.Event) -> GameState:

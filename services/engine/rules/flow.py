@@ -6,12 +6,12 @@ clone of the state as it goes, so later steps see the earlier ones.
 
 from __future__ import annotations
 
-from . import events as ev
+from shared.game import events as ev
 from .evolve import apply_in_place
 from .legal import actors, missed_rule
-from .model import Conference, Lancelot, LadyTiming, Phase, Team, WinCause
+from shared.game.model import Conference, Lancelot, LadyTiming, Phase, Team, WinCause
 from .state import GameState
-from .tables import LANCELOT_DRAW_QUESTS, QUESTS_TO_WIN, fails_needed, quest_size
+from shared.game.numbers import LANCELOT_DRAW_QUESTS, QUESTS_TO_WIN, fails_needed, quest_size
 
 
 class Tx:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Card, CommandKind, Hammer, Lancelot, MissedRule, MissedVote, Phase, Team
+from shared.game.model import Card, CommandKind, Hammer, Lancelot, MissedRule, MissedVote, Phase, Team
 from .state import GameState
-from .tables import PROPOSALS_PER_QUEST, quest_size
+from shared.game.numbers import PROPOSALS_PER_QUEST, quest_size
 
 K = CommandKind
 _ALWAYS = frozenset({K.CANCEL_GAME, K.PHASE_TIMED_OUT})

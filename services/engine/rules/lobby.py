@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import random
 
-from . import commands as cmd
-from . import events as ev
-from .errors import Reason, Rejection, reject
+from shared.game import commands as cmd
+from shared.game import events as ev
+from shared.game.errors import Reason, Rejection, reject
 from .flow import Tx, start_quest
 from .knowledge import night_knowledge
-from .model import Lancelot
-from .options import cast_for, check_options
-from .tables import LANCELOT_DECKS, LANCELOT_V2_DECK, fails_needed, quest_size
+from shared.game.model import Lancelot
+from shared.game.options import cast_for, check_options
+from shared.game.numbers import LANCELOT_DECKS, LANCELOT_V2_DECK, fails_needed, quest_size
 
 MAX_ID_LENGTH = 200
 

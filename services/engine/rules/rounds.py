@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from . import commands as cmd
-from . import events as ev
-from .errors import Reason, Rejection, reject
+from shared.game import commands as cmd
+from shared.game import events as ev
+from shared.game.errors import Reason, Rejection, reject
 from .flow import Tx, after_lady, after_quest, end_game, open_phase
 from .legal import is_auto_approved, lady_targets
-from .model import Card, Hammer, MissedVote, Phase, Team, WinCause
-from .tables import PROPOSALS_PER_QUEST, fails_needed, quest_size
+from shared.game.model import Card, Hammer, MissedVote, Phase, Team, WinCause
+from shared.game.numbers import PROPOSALS_PER_QUEST, fails_needed, quest_size
 
 
 def _seat(tx: Tx, player: str) -> int | Rejection:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from .model import Card, Lancelot, MissedRule, Phase, Role, Team, WinCause
-from .options import Options
+from shared.game.model import Card, Lancelot, MissedRule, Phase, Role, Team, WinCause
+from shared.game.options import Options
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from . import commands as cmd
-from . import events as ev
-from .errors import Rejection
+from shared.game import commands as cmd
+from shared.game import events as ev
+from shared.game.errors import Rejection
 from .flow import Tx, after_lady, end_game, open_phase
 from .legal import actors
-from .model import Card, MissedRule, Phase, Team, WinCause
+from shared.game.model import Card, MissedRule, Phase, Team, WinCause
 from .rounds import after_cards, next_proposal, resolve_quest, resolve_vote
 from .endgame import shoot
 

@@ -6,7 +6,7 @@ from aiogram import Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
-from services.engine.rules import MissedRule, Options
+from shared.game import MissedRule, Options
 from shared.narration.render import LOCALES, glossary, ui_text
 
 

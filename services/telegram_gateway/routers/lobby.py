@@ -8,7 +8,7 @@ from aiogram import F, Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import CallbackQuery, Message
 
-from services.engine.rules import Options, Preset
+from shared.game import Options, Preset
 from shared.protocol import plausible_address
 
 from .. import ids

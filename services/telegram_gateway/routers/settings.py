@@ -10,9 +10,9 @@ from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from services.engine.rules import Lancelot, Options, Preset, Role, Timers
-from services.engine.rules import tables
-from services.engine.rules.options import FORUM_TIMERS
+from shared.game import Lancelot, Options, Preset, Role, Timers
+from shared.game import numbers as tables
+from shared.game.options import FORUM_TIMERS
 from shared.narration.render import LOCALES, glossary, pick_locale
 
 GROUPS = F.chat.type.in_({"group", "supergroup"})

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine
-from sqlmodel import SQLModel
-
-from services.engine import tables  # noqa: F401  (registers the tables)
-from shared.delivery import tables as delivery_tables  # noqa: F401
 
 config = context.config
-target_metadata = SQLModel.metadata
+#: Migrations are written by hand (docs/architecture.md); for ``alembic revision --autogenerate`` a
+#: developer hands the tables' metadata in ``config.attributes["target_metadata"]``. Nothing here
+#: imports a service: the schema history is the shared floor's, every service's tables in it.
+target_metadata = config.attributes.get("target_metadata")
 
 
 def run() -> None:

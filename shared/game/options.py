@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from . import tables
+from . import numbers
 from .errors import Reason, Rejection, reject
 from .model import (
     OPTIONAL_ROLES,
@@ -24,8 +24,8 @@ from .model import (
     Role,
 )
 
-H = tables.HOUR
-M = tables.MINUTE
+H = numbers.HOUR
+M = numbers.MINUTE
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,14 +112,14 @@ PRESETS: dict[Preset, Options] = {
 def check_options(options: Options) -> Rejection | None:
     """Checks what can be checked without knowing the player count."""
     most = PRESETS[options.preset].max_players  # 11 and 12 players: the forum preset only
-    if not tables.MIN_PLAYERS <= options.max_players <= most:
+    if not numbers.MIN_PLAYERS <= options.max_players <= most:
         return reject(Reason.INVALID_OPTION, option="max_players",
-                      problem=f"between {tables.MIN_PLAYERS} and {most} in the {options.preset.value} preset")
+                      problem=f"between {numbers.MIN_PLAYERS} and {most} in the {options.preset.value} preset")
     for f in fields(Timers):
         seconds = getattr(options.timers, f.name)
-        if not isinstance(seconds, int) or not tables.MIN_TIMER <= seconds <= tables.MAX_TIMER:
+        if not isinstance(seconds, int) or not numbers.MIN_TIMER <= seconds <= numbers.MAX_TIMER:
             return reject(Reason.INVALID_OPTION, option=f"timers.{f.name}",
-                          problem=f"between {tables.MIN_TIMER} seconds and 14 days")
+                          problem=f"between {numbers.MIN_TIMER} seconds and 14 days")
     if options.roles is not None:
         if len(set(options.roles)) != len(options.roles):
             return reject(Reason.INVALID_OPTION, option="roles", problem="a role is listed twice")
@@ -139,16 +139,16 @@ class Cast:
 
 def cast_for(options: Options, players: int) -> Cast | Rejection:
     """The role cards for ``players`` seats, or why the selection does not fit."""
-    if players < tables.MIN_PLAYERS:
-        return reject(Reason.TOO_FEW_PLAYERS, min=tables.MIN_PLAYERS, count=players)
+    if players < numbers.MIN_PLAYERS:
+        return reject(Reason.TOO_FEW_PLAYERS, min=numbers.MIN_PLAYERS, count=players)
     if players > options.max_players:
         return reject(Reason.TOO_MANY_PLAYERS, max=options.max_players, count=players)
-    good_seats, evil_seats = tables.TEAMS[players]
+    good_seats, evil_seats = numbers.TEAMS[players]
     lancelot = options.lancelot is not Lancelot.NONE
     if options.roles is None:
-        good = list(tables.STANDARD_GOOD)
+        good = list(numbers.STANDARD_GOOD)
         room = evil_seats - 1 - (1 if lancelot else 0)  # keep a seat for the Assassin
-        evil = list(tables.STANDARD_EVIL[players][:max(room, 0)])
+        evil = list(numbers.STANDARD_EVIL[players][:max(room, 0)])
     else:
         good = [r for r in options.roles if r.team.value == "good"]
         evil = [r for r in options.roles if r.team.value == "evil"]
@@ -160,7 +160,7 @@ def cast_for(options: Options, players: int) -> Cast | Rejection:
         return reject(Reason.TOO_MANY_EVIL_ROLES, count=players, seats=evil_seats, wanted=len(evil))
     if len(evil) < evil_seats:
         evil.insert(0, Role.ASSASSIN)
-    shooter = next((r for r in tables.SHOOTER_ORDER if r in evil), None)
+    shooter = next((r for r in numbers.SHOOTER_ORDER if r in evil), None)
     if shooter is None:
         return reject(Reason.NO_SHOOTER)
     good += [Role.LOYAL_SERVANT] * (good_seats - len(good))
