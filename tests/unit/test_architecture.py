@@ -1,0 +1,88 @@
+"""The walls between the floors (docs/architecture.md), as import-linter contracts in pyproject.toml:
+every contract holds on the code as it is, and each one would catch the violation it is there for
+(a planted import breaks it), so a wall cannot be dropped or loosened unnoticed."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from copy import deepcopy
+from pathlib import Path
+
+import grimp
+import pytest
+from importlinter import configuration
+from importlinter.application import use_cases
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def walls():
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # import-linter reads pyproject.toml from where it stands
+    try:
+        configuration.configure()
+        use_cases._register_built_in_contract_types()
+        options = use_cases.read_user_options(str(ROOT / "pyproject.toml"))
+        graph = grimp.build_graph(*options.session_options["root_packages"], include_external_packages=True,
+                                  cache_dir=None)
+    finally:
+        os.chdir(cwd)
+    source = use_cases.ConfigSource(filename=None, user_options=options)
+    contracts = {c["name"]: use_cases._get_contract_class(source, c["type"])(
+        name=c["name"], session_options=options.session_options, contract_options=c)
+        for c in options.contracts_options}
+    return graph, contracts
+
+
+def _broken(contract, graph) -> bool:
+    return not contract.check(deepcopy(graph), verbose=False).kept
+
+
+def _named(contracts, start: str):
+    return next(c for name, c in contracts.items() if name.startswith(start))
+
+
+def test_every_wall_holds(walls):
+    graph, contracts = walls
+    assert len(contracts) == len(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+                                 ["contracts"])
+    broken = [name for name, contract in contracts.items() if _broken(contract, graph)]
+    assert not broken, f"broken: {broken}; run `lint-imports` at the repository's root for the imports"
+
+
+@pytest.mark.parametrize("importer, imported", [
+    ("shared.protocol", "services.engine.service"),  # the shared floor reaching up into a service
+    ("shared.game.events", "shared.protocol"),  # the game's vocabulary reaching up
+    ("services.telegram_gateway.gateway", "services.email_gateway.gateway"),  # a gateway using another
+    ("services.email_gateway.gateway", "services.engine.store"),  # a gateway using the engine
+    ("services.engine.service", "services.telegram_gateway.gateway"),  # the engine using a gateway
+])
+def test_the_floors_catch_an_import_that_runs_up_or_across(walls, importer, imported):
+    graph, contracts = walls
+    graph = deepcopy(graph)
+    graph.add_import(importer=importer, imported=imported, line_number=1, line_contents="planted")
+    assert _broken(_named(contracts, "The floors"), graph)
+
+
+@pytest.mark.parametrize("importer, imported", [
+    ("services.engine.rules.decide", "asyncio"),
+    ("services.engine.rules.rounds", "shared.bus"),
+    ("shared.game.options", "datetime"),
+])
+def test_the_rules_core_wall_catches_io(walls, importer, imported):
+    graph, contracts = walls
+    graph = deepcopy(graph)
+    if imported not in graph.modules:
+        graph.add_module(imported, is_squashed=True)
+    graph.add_import(importer=importer, imported=imported, line_number=1, line_contents="planted")
+    assert _broken(_named(contracts, "The rules core"), graph)
+
+
+def test_the_cycle_wall_catches_two_modules_importing_each_other(walls):
+    graph, contracts = walls
+    graph = deepcopy(graph)
+    graph.add_import(importer="services.engine.conflicts", imported="services.engine.store", line_number=1,
+                     line_contents="planted")
+    assert _broken(_named(contracts, "No import cycle"), graph)
