@@ -21,8 +21,8 @@ from shared.protocol import CommandEnvelope
 from . import links
 from .compose import Identity, build_mail
 from .inbound import Inbound
-from .memory import MailGame
-from .painter import PREFIX, Painter, address_of
+from .notes import MailGame
+from .channel import PREFIX, Painter, address_of
 from .smtp import PermanentFailure, server_down
 from .store import MailStore
 from .tokens import Tokens

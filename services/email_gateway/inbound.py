@@ -16,7 +16,7 @@ from shared.protocol import CommandEnvelope
 from shared.throttle import Throttle, Verdict
 
 from .compose import phase_of_message_id
-from .memory import MailGame, Pending, open_games_of
+from .notes import MailGame, Pending, open_games_of
 from .reading import IncomingMail, read_mail
 from .wording import Intent, Problem, parse
 

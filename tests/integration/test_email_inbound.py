@@ -12,7 +12,7 @@ import pytest
 
 from services.email_gateway.compose import Identity
 from services.email_gateway.gateway import EmailGateway
-from services.email_gateway.memory import MailGame
+from services.email_gateway.notes import MailGame
 from services.email_gateway.tokens import Tokens
 from shared.db import make_engine, migrate
 from shared.protocol import Person

@@ -19,7 +19,7 @@ from shared.narration.render import RTL, Context, Recipient, pick_locale
 from shared.protocol import EventEnvelope
 
 from . import links
-from .memory import MailGame, Pending
+from .notes import MailGame, Pending
 
 log = logging.getLogger(__name__)
 
