@@ -299,10 +299,11 @@ class Players:
         while True:
             names = gw.roster.names()
             for game in list(gw.games.values()):
-                host = game.host[len("mail:"):]
+                host = game.table.seats.host[len("mail:"):]
                 if host not in self.hosts or host in self.done:
                     continue
-                table = ({p: names.get(p, p) for p in game.players}, list(game.players))
+                players = game.table.seats.players
+                table = ({p: names.get(p, p) for p in players}, list(players))
                 if self.told.get(host) != table:
                     self.told[host] = table
                     self.tables.put(("table", host, *table))
@@ -312,10 +313,10 @@ class Players:
             await asyncio.sleep(0.2)
 
     def finished(self, game) -> bool:
-        return game.over or bool(self.phases) and game.phase_id >= self.phases
+        return game.table.over or bool(self.phases) and game.table.turn.phase_id >= self.phases
 
     def games(self) -> list:
-        return [g for g in self.narrator.gateway.games.values() if g.host[len("mail:"):] in self.hosts]
+        return [g for g in self.narrator.gateway.games.values() if g.table.seats.host[len("mail:"):] in self.hosts]
 
     async def stop(self) -> dict:
         self.pusher.cancel()

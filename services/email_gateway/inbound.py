@@ -16,7 +16,10 @@ from shared.protocol import CommandEnvelope
 from shared.throttle import Throttle, Verdict
 
 from .compose import phase_of_message_id
-from .notes import MailGame, Pending, open_games_of
+from shared.delivery.channel import Game
+from shared.delivery.table import Seats, Table
+
+from .notes import MailNotes, Pending, open_games_of
 from .reading import IncomingMail, read_mail
 from .wording import Intent, Problem, parse
 
@@ -103,7 +106,7 @@ class Inbound:
         if isinstance(parsed, Intent) and parsed.kind == "new_game":
             return await self.new_game(mail, key, player, parsed)
         if game is None:
-            candidates = open_games_of(gw.games, player)
+            candidates = open_games_of(gw.games.values(), player)
             if len(candidates) == 1:
                 game = candidates[0]
                 parsed = self.read(mail, game)
@@ -122,7 +125,7 @@ class Inbound:
             return f"problem: {parsed.reason}"
         return await self.command(mail, key, player, game, parsed)
 
-    def read(self, mail: IncomingMail, game: MailGame | None) -> Intent | Problem:
+    def read(self, mail: IncomingMail, game: Game | None) -> Intent | Problem:
         """The command in the mail's own words, else in its subject (``new game`` is written there)."""
         parsed = parse(mail.text, *self.names_and_seats(game))
         if isinstance(parsed, Problem) and mail.subject:
@@ -132,30 +135,31 @@ class Inbound:
                 return from_subject
         return parsed
 
-    def names_and_seats(self, game: MailGame | None):
+    def names_and_seats(self, game: Game | None):
         if game is None:
             return {}, ()
         names = self.gw.roster.names()
-        return ({p: names.get(p) or p.split(":", 1)[1] for p in game.players}, tuple(game.players))
+        players = game.table.seats.players
+        return ({p: names.get(p) or p.split(":", 1)[1] for p in players}, tuple(players))
 
     # -- intents -----------------------------------------------------------------------------
 
-    def phase_of(self, mail: IncomingMail, game: MailGame, intent: Intent) -> int | None:
+    def phase_of(self, mail: IncomingMail, game: Game, intent: Intent) -> int | None:
         if intent.phase_id is not None:
             return intent.phase_id
         for message_id in mail.in_reply_to:
             found = phase_of_message_id(message_id, self.gw.identity)
-            if found is not None and found[0] == game.game_id and found[1]:
+            if found is not None and found[0] == game.table.game_id and found[1]:
                 return found[1]
-        return game.phase_id or None
+        return game.table.turn.phase_id or None
 
-    async def command(self, mail: IncomingMail, key: str, player: str, game: MailGame, intent: Intent) -> str:
+    async def command(self, mail: IncomingMail, key: str, player: str, game: Game, intent: Intent) -> str:
         gw = self.gw
         kind = intent.kind
         if kind in ("help", "rules", "language", "timezone"):
             return await self.personal(mail, key, player, game, intent)
         if kind == "invite":
-            return await self.invite(mail, key, player, game.game_id, intent.text.split())
+            return await self.invite(mail, key, player, game.table.game_id, intent.text.split())
         phase_id = self.phase_of(mail, game, intent)
         names = ", ".join(gw.roster.names().get(t, t) for t in intent.targets)
         body: dict | None = None
@@ -173,24 +177,22 @@ class Inbound:
                 await gw.tell_draft(game, player)
                 return "team drafted"
         elif kind == "pick":
-            target = intent.targets[0]
-            if key in game.drafted:
+            turn, draft, notes = game.table.turn, game.table.draft, game.own
+            if key in notes.drafted:
                 pass  # this very mail toggled it already (read again after a crash)
-            elif phase_id == game.phase_id and game.phase == "proposal":
-                game.drafted = (game.drafted + [key])[-50:]
-                if target in game.draft:
-                    game.draft.remove(target)
-                elif len(game.draft) < max(game.team_size, 1):
-                    game.draft.append(target)
-                body = self.team(game, player, list(game.draft)) if len(game.draft) == game.team_size else None
+            elif phase_id == turn.phase_id and turn.phase == "proposal":
+                notes.drafted = (notes.drafted + [key])[-50:]
+                draft.toggle(intent.targets[0], turn.team_size)
+                body = self.team(game, player, list(draft.picks)) if len(draft.picks) == turn.team_size else None
             if body is None:
                 await gw.save_game(game)
                 await gw.tell_draft(game, player)
                 return "picked"
         elif kind == "excalibur":
-            if game.phase == "proposal":
-                game.draft_excalibur = intent.targets[0]
-                body = self.team(game, player, list(game.draft)) if len(game.draft) == game.team_size else None
+            turn, draft = game.table.turn, game.table.draft
+            if turn.phase == "proposal":
+                draft.holder = intent.targets[0]
+                body = self.team(game, player, list(draft.picks)) if len(draft.picks) == turn.team_size else None
                 if body is None:
                     await gw.save_game(game)
                     await gw.tell_draft(game, player)
@@ -217,23 +219,23 @@ class Inbound:
         await gw.ensure_profile(player, mail, intent.language, key)
         command_id = f"{key_id(key)}:0"
         if kind != "status":
-            game.pending[command_id] = Pending(player, f"what_{kind}", names=names, text=intent.text[:80])
+            game.own.pending[command_id] = Pending(player, f"what_{kind}", names=names, text=intent.text[:80])
         await gw.save_game(game)
-        await gw.send(CommandEnvelope(message_id=command_id, game_id=game.game_id, actor=player, channel="email",
+        await gw.send(CommandEnvelope(message_id=command_id, game_id=game.table.game_id, actor=player, channel="email",
                                       phase_id=phase_id, command=body))
         return f"sent {body['type']}"
 
-    def team(self, game: MailGame, player: str, team: list[str]) -> dict | None:
-        """The proposal, or None while Excalibur's holder is still to be chosen (kept as a draft)."""
-        offer = game.offer(player)
-        needs_sword = bool(offer and any(c.kind.value == "propose_team" and c.excalibur for c in offer.choices))
-        game.draft = team
-        if needs_sword and (game.draft_excalibur is None or game.draft_excalibur not in team
-                            or game.draft_excalibur == player):
+    def team(self, game: Game, player: str, team: list[str]) -> dict | None:
+        """The proposal, or None while Excalibur's holder is still to be chosen (kept as a draft). Its
+        size is the engine's to check: a typed team of the wrong size is refused with the reason."""
+        draft = game.table.draft
+        needs_holder = draft.needs_holder(game.table.offer(player))
+        draft.picks = team
+        if needs_holder and (draft.holder is None or draft.holder not in team or draft.holder == player):
             return None
-        return {"type": "propose_team", "team": team, "excalibur": game.draft_excalibur if needs_sword else None}
+        return {"type": "propose_team", "team": team, "excalibur": draft.holder if needs_holder else None}
 
-    async def personal(self, mail: IncomingMail, key: str, player: str, game: MailGame | None, intent: Intent) -> str:
+    async def personal(self, mail: IncomingMail, key: str, player: str, game: Game | None, intent: Intent) -> str:
         gw = self.gw
         if intent.kind in ("help", "rules"):
             await gw.say(mail.sender, game, intent.kind, mail=mail, language=intent.language)
@@ -262,7 +264,7 @@ class Inbound:
         flags = {name: True for name in ("lady", "excalibur") if name in words}
         options = Options.preset_defaults(intent.text or "classic", **flags)
         await gw.ensure_profile(player, mail, intent.language, key)
-        gw.games[code] = MailGame(code, host=player, title=code)
+        gw.games[code] = Game(Table(code, seats=Seats(host=player)), MailNotes(title=code))
         await gw.send(CommandEnvelope(message_id=f"{key_id(key)}:0", game_id=code, actor=player, channel="email",
                                       command={"type": "create_game", "options": options}))
         invited = [a for a in ADDRESS.findall(mail.text) if a.lower() not in (mail.sender, gw.identity.address)]

@@ -5,121 +5,133 @@ from __future__ import annotations
 
 import html as _html
 
-from .compose import mailto
+from shared.delivery.channel import Game
+from shared.delivery.roster import Roster
+
+from .compose import Identity, mailto
+from .notes import title_of
+from .pages import subject_of
+from .tokens import Tokens
 from .wording import link_body
+from .words import email_words
 
 
 def esc(text: str) -> str:
     return _html.escape(text, quote=True)
 
 
-def _names(gw, game, players) -> dict[str, str]:
-    """How each target is written in a link: the display name where it is unique in the game,
-    else the seat number (parse reads both)."""
-    names = gw.roster.names()
-    shown = {p: names.get(p) or p.split(":", 1)[-1] for p in game.players}
-    counts: dict[str, int] = {}
-    for value in shown.values():
-        counts[value.casefold()] = counts.get(value.casefold(), 0) + 1
-    out = {}
-    for p in players:
-        name = shown.get(p) or names.get(p) or p.split(":", 1)[-1]
-        if counts.get(name.casefold(), 0) > 1 or " #" in name or not name.strip():
-            out[p] = str(game.players.index(p) + 1) if p in game.players else name
-        else:
-            out[p] = name
-    return out
+class Links:
+    """Links signed for their reader (the reply token names the game and the reader's address)."""
 
+    def __init__(self, identity: Identity, tokens: Tokens, roster: Roster) -> None:
+        self.identity = identity
+        self.tokens = tokens
+        self.roster = roster
 
-def _link(gw, game, locale: str, player: str, kind: str, names=(), phase_id=None) -> str:
-    token = gw.tokens.make(game.game_id, player.split(":", 1)[1])
-    subject = gw.painter.subject(game, locale)
-    return mailto(gw.identity, token, "Re: " + subject, link_body(locale, kind, list(names), phase_id))
+    def written(self, game: Game, players) -> dict[str, str]:
+        """How each target is written in a link: the display name where it is unique in the game,
+        else the seat number (the reader of mail reads both)."""
+        names = self.roster.names()
+        seated = game.table.seats.players
+        shown = {p: names.get(p) or p.split(":", 1)[-1] for p in seated}
+        counts: dict[str, int] = {}
+        for value in shown.values():
+            counts[value.casefold()] = counts.get(value.casefold(), 0) + 1
+        out = {}
+        for p in players:
+            name = shown.get(p) or names.get(p) or p.split(":", 1)[-1]
+            if counts.get(name.casefold(), 0) > 1 or " #" in name or not name.strip():
+                out[p] = str(seated.index(p) + 1) if p in seated else name
+            else:
+                out[p] = name
+        return out
 
+    def _link(self, game: Game, locale: str, player: str, kind: str, names=(), phase_id=None) -> str:
+        token = self.tokens.make(game.table.game_id, player.split(":", 1)[1])
+        return mailto(self.identity, token, "Re: " + subject_of(title_of(game), locale),
+                      link_body(locale, kind, list(names), phase_id))
 
-def _entries(gw, game, locale: str, player: str, offer) -> list[tuple[str, str, str]]:
-    """(label, link, typed) for each choice of ``offer``."""
-    out = []
-    pid = offer.phase_id
-    display = gw.roster.names()
+    def _entries(self, game: Game, locale: str, player: str, offer) -> list[tuple[str, str, str]]:
+        """(label, link, typed) for each choice of ``offer``."""
+        out = []
+        pid = offer.phase_id
+        display = self.roster.names()
 
-    def add(kind: str, label_key: str, targets=(), name_key: str | None = None):
-        written = _names(gw, game, targets)
-        if not targets:
-            body = link_body(locale, kind, [], pid)
-            out.append((gw.words(locale, label_key), _link(gw, game, locale, player, kind, [], pid), body))
-            return
-        for t in targets:
-            label = gw.words(locale, label_key, name=display.get(t) or written[t])
-            body = link_body(locale, kind, [written[t]], pid)
-            out.append((label, _link(gw, game, locale, player, kind, [written[t]], pid), body))
+        def add(kind: str, label_key: str, targets=()):
+            written = self.written(game, targets)
+            if not targets:
+                body = link_body(locale, kind, [], pid)
+                out.append((email_words(locale, label_key), self._link(game, locale, player, kind, [], pid), body))
+                return
+            for t in targets:
+                label = email_words(locale, label_key, name=display.get(t) or written[t])
+                body = link_body(locale, kind, [written[t]], pid)
+                out.append((label, self._link(game, locale, player, kind, [written[t]], pid), body))
 
-    for c in offer.choices:
-        k = c.kind.value
-        if k == "propose_team":
-            add("pick", "label_pick", c.targets)
-            if c.excalibur:
-                add("excalibur", "label_excalibur", [t for t in c.targets if t != player])
-        elif k == "cast_vote":
-            add("approve", "label_approve")
-            add("reject", "label_reject")
-        elif k == "play_card":
-            for card in c.cards:
-                add(card.value, f"label_{card.value}")
-        elif k == "use_excalibur":
-            add("excalibur", "label_excalibur", c.targets)
-            if c.optional:
-                add("sheathe", "label_sheathe")
-        elif k == "use_lady":
-            add("lady", "label_lady", c.targets)
-        elif k == "assassinate":
-            add("shoot", "label_shoot", c.targets)
-        elif k == "accuse":
-            add("accuse", "label_accuse", c.targets)
-        elif k == "hand_shot":
-            add("hand", "label_hand", c.targets)
-    return out
+        for c in offer.choices:
+            k = c.kind.value
+            if k == "propose_team":
+                add("pick", "label_pick", c.targets)
+                if c.excalibur:
+                    add("excalibur", "label_excalibur", [t for t in c.targets if t != player])
+            elif k == "cast_vote":
+                add("approve", "label_approve")
+                add("reject", "label_reject")
+            elif k == "play_card":
+                for card in c.cards:
+                    add(card.value, f"label_{card.value}")
+            elif k == "use_excalibur":
+                add("excalibur", "label_excalibur", c.targets)
+                if c.optional:
+                    add("sheathe", "label_sheathe")
+            elif k == "use_lady":
+                add("lady", "label_lady", c.targets)
+            elif k == "assassinate":
+                add("shoot", "label_shoot", c.targets)
+            elif k == "accuse":
+                add("accuse", "label_accuse", c.targets)
+            elif k == "hand_shot":
+                add("hand", "label_hand", c.targets)
+        return out
 
+    def _typed_example(self, game: Game, locale: str, offer) -> str:
+        for c in offer.choices:
+            k = c.kind.value
+            if k == "propose_team":
+                written = self.written(game, c.targets[: c.count])
+                return link_body(locale, "team", [written[t] for t in c.targets[: c.count]])
+            if k in ("speak_last_word", "confer"):
+                return link_body(locale, "last_word" if k == "speak_last_word" else "say", [])
+        return ""
 
-def _typed_example(gw, game, locale: str, offer) -> str:
-    for c in offer.choices:
-        k = c.kind.value
-        if k == "propose_team":
-            written = _names(gw, game, c.targets[: c.count])
-            return link_body(locale, "team", [written[t] for t in c.targets[: c.count]])
-        if k in ("speak_last_word", "confer"):
-            return link_body(locale, "last_word" if k == "speak_last_word" else "say", [])
-    return ""
+    @staticmethod
+    def _block(locale: str, entries, example: str) -> tuple[str, str]:
+        how = email_words(locale, "how_to_answer", example=example or (entries[0][2] if entries else ""))
+        heading = email_words(locale, "choices_heading")
+        items_html = "".join(f'<li><a href="{esc(link)}">{esc(label)}</a></li>' for label, link, _ in entries)
+        items_text = "\n".join(f"- {label}: {typed}" for label, _, typed in entries)
+        html = f"<p>{esc(heading)}</p><ul>{items_html}</ul><p><i>{esc(how)}</i></p>" if entries else \
+            f"<p><i>{esc(how)}</i></p>"
+        text = f"{heading}\n{items_text}\n\n{how}" if entries else how
+        return html, text
 
+    def choices_block(self, game: Game, locale: str, player: str, offer) -> tuple[str, str]:
+        entries = self._entries(game, locale, player, offer)
+        return self._block(locale, entries, self._typed_example(game, locale, offer))
 
-def _block(gw, locale: str, entries, example: str) -> tuple[str, str]:
-    how = gw.words(locale, "how_to_answer", example=example or (entries[0][2] if entries else ""))
-    heading = gw.words(locale, "choices_heading")
-    items_html = "".join(f'<li><a href="{esc(link)}">{esc(label)}</a></li>' for label, link, _ in entries)
-    items_text = "\n".join(f"- {label}: {typed}" for label, _, typed in entries)
-    html = f"<p>{esc(heading)}</p><ul>{items_html}</ul><p><i>{esc(how)}</i></p>" if entries else \
-        f"<p><i>{esc(how)}</i></p>"
-    text = f"{heading}\n{items_text}\n\n{how}" if entries else how
-    return html, text
+    def join_block(self, game: Game, locale: str, player: str) -> tuple[str, str]:
+        entries = [(email_words(locale, "label_join"), self._link(game, locale, player, "join"),
+                    link_body(locale, "join"))]
+        return self._block(locale, entries, link_body(locale, "join"))
 
-
-def choices_block(gw, game, locale: str, player: str, offer) -> tuple[str, str]:
-    entries = _entries(gw, game, locale, player, offer)
-    return _block(gw, locale, entries, _typed_example(gw, game, locale, offer))
-
-
-def join_block(gw, game, locale: str, player: str) -> tuple[str, str]:
-    entries = [(gw.words(locale, "label_join"), _link(gw, game, locale, player, "join"), link_body(locale, "join"))]
-    return _block(gw, locale, entries, link_body(locale, "join"))
-
-
-def draft_block(gw, game, locale: str, player: str) -> tuple[str, str]:
-    """The leader's team so far, and the choices left (by mail the team is picked one link at a time)."""
-    display = gw.roster.names()
-    names = ", ".join(display.get(p) or p for p in game.draft)
-    line = gw.words(locale, "team_draft", names=names, count=len(game.draft), size=game.team_size)
-    offer = game.offer(player)
-    if offer is None:
-        return f"<p>{esc(line)}</p>", line
-    block_html, block_text = choices_block(gw, game, locale, player, offer)
-    return f"<p>{esc(line)}</p>{block_html}", f"{line}\n\n{block_text}"
+    def draft_block(self, game: Game, locale: str, player: str) -> tuple[str, str]:
+        """The leader's team so far, and the choices left (by mail the team is picked one link at a time)."""
+        display = self.roster.names()
+        draft = game.table.draft
+        names = ", ".join(display.get(p) or p for p in draft.picks)
+        line = email_words(locale, "team_draft", names=names, count=len(draft.picks), size=game.table.turn.team_size)
+        offer = game.table.offer(player)
+        if offer is None:
+            return f"<p>{esc(line)}</p>", line
+        block_html, block_text = self.choices_block(game, locale, player, offer)
+        return f"<p>{esc(line)}</p>{block_html}", f"{line}\n\n{block_text}"

@@ -29,8 +29,8 @@ def email_words(locale: str, key: str, **params: Any) -> str:
     return html_to_text(rendered)  # autoescaped: back to plain text (a name with < or & stays whole)
 
 
-def problem_text(gw, locale: str, problem) -> str:
+def problem_text(roster, locale: str, problem) -> str:
     """Why a mail could not be read as a command, in the reader's language."""
-    display = gw.roster.names()
+    display = roster.names()
     candidates = ", ".join(display.get(p, p.split(":", 1)[-1]) for p in problem.candidates)
     return email_words(locale, problem.reason, word=problem.word, names=candidates)

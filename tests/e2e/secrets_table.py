@@ -226,7 +226,7 @@ async def _true(value):
 
 
 async def _hosted(stack, host: str):
-    return next((g.game_id for g in stack.email.games.values() if g.host == host), None)
+    return next((g.table.game_id for g in stack.email.games.values() if g.table.seats.host == host), None)
 
 
 async def _seated(state, game: str, n: int) -> bool:

@@ -51,7 +51,8 @@ async def test_seven_players_play_a_whole_game_with_lady_and_excalibur_by_email(
         if game is None:
             return {}, ()
         names = narrator.gateway.roster.names()
-        return {p: names.get(p, p) for p in game.players}, tuple(game.players)
+        players = game.table.seats.players
+        return {p: names.get(p, p) for p in players}, tuple(players)
 
     for p in players:
         p.table = table

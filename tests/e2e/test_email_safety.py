@@ -81,7 +81,7 @@ class Table:
 
         names = self.narrator.gateway.roster.names()
         game = self.narrator.gateway.games.get(GAME)
-        seats = tuple(game.players) if game else ()
+        seats = tuple(game.table.seats.players) if game else ()
         intent = parse(body, {p: names.get(p, p) for p in seats}, seats)
         return intent.kind if isinstance(intent, Intent) else None
 
@@ -106,7 +106,7 @@ async def propose(table: Table) -> int:
     pick = await table.mail_with_links(local, "pick", state.phase_id)
     game = table.narrator.gateway.games[GAME]
     names = table.narrator.gateway.roster.names()
-    team = [names[p] for p in game.players[: game.team_size]]
+    team = [names[p] for p in game.table.seats.players[: game.table.turn.team_size]]
     await table.users[local].reply(pick, link_body("en", "team", team), quote="below")
 
     async def vote_open():

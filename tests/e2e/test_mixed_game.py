@@ -48,7 +48,8 @@ async def test_three_telegram_players_and_four_mail_players_play_one_game_to_the
         if known is None:
             return {}, ()
         names = narrator.gateway.roster.names()
-        return {p: names.get(p, p) for p in known.players}, tuple(known.players)
+        players = known.table.seats.players
+        return {p: names.get(p, p) for p in players}, tuple(players)
 
     async def state():
         loaded = await narrator.store.load(game[0])

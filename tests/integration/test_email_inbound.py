@@ -12,7 +12,9 @@ import pytest
 
 from services.email_gateway.compose import Identity
 from services.email_gateway.gateway import EmailGateway
-from services.email_gateway.notes import MailGame
+from services.email_gateway.notes import MailNotes
+from shared.delivery.channel import Game
+from shared.delivery.table import Seats, Table, Turn
 from services.email_gateway.tokens import Tokens
 from shared.db import make_engine, migrate
 from shared.protocol import Person
@@ -77,7 +79,7 @@ async def test_no_auto_reply_or_bounce_of_a_real_mail_program_is_acted_on_or_ans
 
 async def test_a_bounce_marks_the_players_address_failing_and_tells_the_host_by_mail(gateway):
     host, bob = "mail:host@example.org", "mail:bob@example.org"
-    gateway.games["mail-g1"] = MailGame("mail-g1", host=host, players=[host, bob], title="mail-g1")
+    gateway.games["mail-g1"] = Game(Table("mail-g1", seats=Seats(host=host, players=[host, bob])), MailNotes("mail-g1"))
     gateway.roster.people[bob] = Person(display_name="Bob", language="en")
     bounce = (b"Return-Path: <>\r\nFrom: MAILER-DAEMON@mx.example.org\r\nTo: narrator@example.org\r\n"
               b"Subject: Undelivered Mail Returned to Sender\r\nMessage-ID: <b1@mx.example.org>\r\n"
@@ -125,8 +127,8 @@ async def test_malformed_mail_is_refused_cleanly_and_changes_nothing(gateway, ra
 async def test_a_valid_token_from_its_player_acts_and_another_players_token_does_not(gateway):
     tokens = gateway.tokens
     ann, bob = "mail:ann@example.org", "mail:bob@example.org"
-    game = gateway.games["mail-g2"] = MailGame("mail-g2", host=ann, players=[ann, bob], title="mail-g2",
-                                               phase="vote", phase_id=7)
+    game = gateway.games["mail-g2"] = Game(Table("mail-g2", seats=Seats(host=ann, players=[ann, bob]),
+                                                 turn=Turn(phase="vote", phase_id=7)), MailNotes("mail-g2"))
     del game  # the gateway's memory of the game, as events would have left it
     reply_to = f"narrator+{tokens.make('mail-g2', 'ann@example.org')}@example.org"
 

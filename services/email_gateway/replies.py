@@ -1,0 +1,97 @@
+"""The email gateway's own mails, which no event asks for: help, the rules, why a mail could not be
+read, the leader's team draft, and the host told that mail to a player is failing. Each goes through
+the outbox like any other mail (in the game's thread when it is about a game)."""
+
+from __future__ import annotations
+
+import logging
+
+from shared.delivery.channel import Game
+from shared.delivery.outbox import Outbox, Outgoing
+from shared.delivery.roster import Roster
+from shared.game import MissedRule, Options
+from shared.narration.render import LOCALES, RTL, Context, Narrator, Recipient, pick_locale
+
+from . import links
+from .notes import title_of
+from .pages import game_body, subject_of
+from .words import email_words, problem_text
+
+log = logging.getLogger(__name__)
+PREFIX = "mail:"
+NO_GAME = "-"  # the outbox's game for mail outside any game (an answer to a stranger)
+
+
+class Replies:
+    def __init__(self, outbox: Outbox, roster: Roster, mail_links: links.Links, games, *,
+                 languages: tuple[str, ...] = ("en",)) -> None:
+        self.outbox = outbox
+        self.roster = roster
+        self.links = mail_links
+        self.games = games  # the gateway's GameBook
+        self.languages = languages
+        self.narrator = Narrator()
+
+    def locale_of(self, player: str | None, hint: str | None = None) -> str:
+        if player is not None:
+            person = self.roster.people.get(player)
+            if person and person.language in LOCALES:
+                return person.language
+        return pick_locale(((hint,) if hint else ()) + self.languages)
+
+    async def say(self, address: str, game: Game | None, key: str, *, mail=None, language: str | None = None,
+                  params: dict | None = None) -> None:
+        """A mail of the gateway's own (help, rules, a refusal, an introduction) to ``address``."""
+        player = PREFIX + address
+        locale = self.locale_of(player, language) if key != "language_set" else pick_locale((language or "en",))
+        if key == "rules":
+            options = game.table.options if game and game.table.options else Options()
+            rendered = self.narrator.render_template(locale, "rules.html", Recipient(player, (locale,)),
+                                                     Context(self.roster.names()), options=options,
+                                                     rules=list(MissedRule)[1:])
+            html, text = rendered.html, rendered.text
+        else:
+            text = email_words(locale, key, **(params or {}))
+            html = "<p>" + links.esc(text).replace("\n", "<br>") + "</p>"
+        if game is not None and game.table.concerns(player):
+            offer = game.table.offer(player)
+            if offer is not None and key not in ("help", "rules"):
+                block_html, block_text = self.links.choices_block(game, locale, player, offer)
+                still = email_words(locale, "choices_still_open")
+                html, text = f"{html}<p>{links.esc(still)}</p>{block_html}", f"{text}\n\n{still}\n{block_text}"
+            body = game_body(game, game.table.turn.phase_id, locale, subject_of(title_of(game), locale), html, text,
+                             name=self.roster.names().get(player))
+            await self.outbox.post(game.table.game_id, Outgoing(address, body), f"say:{key}")
+            return
+        subject = (mail.subject if mail is not None and mail.subject else "Avalon")
+        subject = subject if subject.lower().startswith("re:") else f"Re: {subject}"
+        body = {"kind": "plain", "game": None, "phase_id": None, "locale": locale, "rtl": locale in RTL,
+                "subject": subject, "html": html, "text": text, "name": None,
+                "in_reply_to": mail.message_id if mail is not None else None}
+        await self.outbox.post(NO_GAME, Outgoing(address, body), f"say:{key}")
+
+    async def problem(self, game: Game | None, player: str, problem, mail) -> None:
+        locale = self.locale_of(player, problem.language)
+        text = problem_text(self.roster, locale, problem)
+        await self.say(player[len(PREFIX):], game, "_text", mail=mail, language=locale, params={"text": text})
+
+    async def tell_draft(self, game: Game, player: str) -> None:
+        locale = self.locale_of(player)
+        html, text = self.links.draft_block(game, locale, player)
+        body = game_body(game, game.table.turn.phase_id, locale, subject_of(title_of(game), locale), html, text,
+                         name=self.roster.names().get(player))
+        await self.outbox.post(game.table.game_id, Outgoing(player[len(PREFIX):], body), "draft")
+
+    async def address_failing(self, player: str) -> None:
+        """Mail to ``player`` bounces: the host of each of their open games is told (by mail, when
+        the host plays by mail; the log says it in any case)."""
+        address = player[len(PREFIX):]
+        name = self.roster.names().get(player, address)
+        for game in self.games.values():
+            table = game.table
+            if table.over or player not in table.seats.players + table.seats.invited:
+                continue
+            log.warning("mail to %s (game %s) is failing", address, table.game_id)
+            host = table.seats.host
+            if host.startswith(PREFIX) and host != player:
+                await self.say(host[len(PREFIX):], game, "address_failing", params={"name": name, "address": address})

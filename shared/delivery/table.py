@@ -1,0 +1,197 @@
+"""One game as its table sees it, folded from the events every channel receives: who sits where,
+what the engine will deal, the phase that is open and what each player may do in it, the team the
+leader is drafting. One fold for every channel (OpenSpiel's observer), instead of one per gateway;
+a channel keeps beside it only what is its own (the messages it edits in place, a mail's receipt).
+
+It never decides a rule: what a player may do is the engine's ``choices_offered``, what will be
+dealt is the engine's ``deals``; the draft only collects picks until they make a proposal the
+engine's offer asks for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from shared.game import Options, Phase, Role
+from shared.protocol import ChoicesOffered, EventEnvelope, Person
+
+
+@dataclass
+class Seats:
+    """Who is at the table: the host, the players (in joining order, then in seat order once the game
+    starts), those invited and not yet seated, and what the engine told of each person."""
+
+    host: str = ""
+    players: list[str] = field(default_factory=list)
+    invited: list[str] = field(default_factory=list)
+    people: dict[str, Person] = field(default_factory=dict)
+
+
+@dataclass
+class Turn:
+    """The phase that is open: who leads, how big the team is, who has voted so far (a tally), the
+    evil council's members, and what each player was offered in it (their buttons, links)."""
+
+    phase: Phase = Phase.LOBBY
+    phase_id: int = 0
+    leader: str | None = None
+    team_size: int = 0
+    voted: list[str] = field(default_factory=list)
+    council: list[str] = field(default_factory=list)
+    offers: dict[str, ChoicesOffered] = field(default_factory=dict)
+
+
+@dataclass
+class Draft:
+    """The leader's team in progress: picked one at a time (a button, a link), then Excalibur's holder
+    where the offer asks for one; a proposal once complete."""
+
+    picks: list[str] = field(default_factory=list)
+    holder: str | None = None
+
+    def toggle(self, player: str, size: int) -> None:
+        """Pick ``player``, or drop them if picked; a pick past the team's size is not taken."""
+        if player in self.picks:
+            self.picks.remove(player)
+        elif len(self.picks) < max(size, 1):
+            self.picks.append(player)
+
+    def proposal(self, offer: ChoicesOffered | None, leader: str) -> dict[str, Any] | None:
+        """The ``propose_team`` command the draft makes, or None while it is not complete: the team's
+        size not reached, or Excalibur's holder (a team member other than the leader) still to choose."""
+        choice = next((c for c in offer.choices if c.kind.value == "propose_team"), None) if offer else None
+        if choice is None or len(self.picks) != choice.count:
+            return None
+        if not choice.excalibur:
+            return {"type": "propose_team", "team": list(self.picks), "excalibur": None}
+        if self.holder is None or self.holder not in self.picks or self.holder == leader:
+            return None
+        return {"type": "propose_team", "team": list(self.picks), "excalibur": self.holder}
+
+    def needs_holder(self, offer: ChoicesOffered | None) -> bool:
+        return bool(offer) and any(c.kind.value == "propose_team" and c.excalibur for c in offer.choices)
+
+
+@dataclass
+class Table:
+    game_id: str
+    seats: Seats = field(default_factory=Seats)
+    options: Options | None = None
+    #: the role cards the engine would deal if the game started now (its ``deals``; empty: none fit)
+    deals: tuple[Role, ...] = ()
+    turn: Turn = field(default_factory=Turn)
+    draft: Draft = field(default_factory=Draft)
+    over: bool = False
+    seen_seq: int = 0  # the last of the game's events folded in
+
+    def offer(self, player: str) -> ChoicesOffered | None:
+        """What ``player`` may do in the open phase (None: nothing, or an offer of a phase that is over)."""
+        offer = self.turn.offers.get(player)
+        return offer if offer is not None and offer.phase_id == self.turn.phase_id else None
+
+    def seated(self, player: str) -> bool:
+        return player in self.seats.players
+
+    def concerns(self, player: str) -> bool:
+        """Whether ``player`` has a part in this game: the host, a player or someone invited."""
+        s = self.seats
+        return player == s.host or player in s.players or player in s.invited
+
+
+def fold(table: Table, envelope: EventEnvelope) -> None:
+    """What one event changes in the table (an event it has no part in changes nothing but the
+    people it names and the last event seen)."""
+    e = envelope.event
+    learn = _FOLDS.get(e.type)
+    if learn is not None:
+        learn(table, e)
+    for player, person in envelope.people.items():
+        known = table.seats.people.get(player)
+        table.seats.people[player] = person if known is None else Person(
+            display_name=person.display_name or known.display_name, language=person.language or known.language,
+            time_zone=person.time_zone or known.time_zone)
+    if envelope.seq:
+        table.seen_seq = max(table.seen_seq, envelope.seq)
+
+
+def _lobby_opened(t: Table, e) -> None:
+    t.seats.host, t.options, t.over = e.host, e.options, False
+    t.turn = Turn()
+    _deals(t, e)
+
+
+def _deals(t: Table, e) -> None:
+    deals = getattr(e, "deals", None)
+    if deals is not None:
+        t.deals = tuple(deals)
+
+
+def _player_joined(t: Table, e) -> None:
+    s = t.seats
+    if e.player not in s.players:
+        s.players.append(e.player)
+    if e.player in s.invited:
+        s.invited.remove(e.player)
+    _deals(t, e)
+
+
+def _player_left(t: Table, e) -> None:
+    if e.player in t.seats.players:
+        t.seats.players.remove(e.player)
+    _deals(t, e)
+
+
+def _player_invited(t: Table, e) -> None:
+    s = t.seats
+    if e.player not in s.invited and e.player not in s.players:
+        s.invited.append(e.player)
+    s.host = s.host or e.by
+
+
+def _options_changed(t: Table, e) -> None:
+    t.options = e.options
+    _deals(t, e)
+
+
+def _game_started(t: Table, e) -> None:
+    t.seats.players, t.options = list(e.seats), e.options
+
+
+def _phase_opened(t: Table, e) -> None:
+    t.turn = Turn(phase=e.phase, phase_id=e.phase_id, leader=e.leader, team_size=e.team_size,
+                  council=t.turn.council)
+    t.draft = Draft()
+
+
+def _player_voted(t: Table, e) -> None:
+    if e.player not in t.turn.voted:
+        t.turn.voted.append(e.player)
+
+
+def _conference_opened(t: Table, e) -> None:
+    t.turn.council = list(e.members)
+
+
+def _choices_offered(t: Table, e) -> None:
+    t.turn.offers[e.player] = e
+
+
+def _over(t: Table, e) -> None:
+    t.over = True
+    t.turn.offers = {}
+
+
+_FOLDS: dict[str, Callable[[Table, Any], None]] = {
+    "lobby_opened": _lobby_opened,
+    "player_joined": _player_joined,
+    "player_left": _player_left,
+    "player_invited": _player_invited,
+    "options_changed": _options_changed,
+    "game_started": _game_started,
+    "phase_opened": _phase_opened,
+    "player_voted": _player_voted,
+    "conference_opened": _conference_opened,
+    "choices_offered": _choices_offered,
+    "game_ended": _over,
+    "game_cancelled": _over,
+}
