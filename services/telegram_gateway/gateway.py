@@ -108,7 +108,7 @@ class TelegramGateway:
         published meanwhile is lost. Otherwise the gateway opens at once."""
         import asyncio
 
-        from .events import EventPainter
+        from .channel import EventPainter
 
         if self.keeper is not None:
             self.memory = await self.keeper.load() or self.memory
