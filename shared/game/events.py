@@ -83,26 +83,36 @@ class MissedCardsCounted(Event):
 
 
 # -- lobby ------------------------------------------------------------------
+#
+# Each lobby event that can change which cards a start would deal says what it
+# would deal now (``deals``): the role cards, one per seat in card order, at
+# the lobby's player count (at least MIN_PLAYERS, at most ``max_players``);
+# empty when the options cannot be dealt at that count. A gateway shows it and
+# never works it out. Older event logs have no ``deals``: they read as ``()``.
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LobbyOpened(Event):
     host: str
     options: Options
+    deals: tuple[Role, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlayerJoined(Event):
     player: str
+    deals: tuple[Role, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlayerLeft(Event):
     player: str
+    deals: tuple[Role, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OptionsChanged(Event):
     options: Options
+    deals: tuple[Role, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

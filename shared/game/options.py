@@ -19,7 +19,6 @@ from .model import (
     Lancelot,
     LancelotDeck,
     MissedVote,
-    Phase,
     Preset,
     Role,
 )
@@ -30,7 +29,7 @@ M = numbers.MINUTE
 
 @dataclass(frozen=True, slots=True)
 class Timers:
-    """Each phase's deadline, in seconds."""
+    """Each phase's deadline, in seconds (the phase table names each phase's field)."""
 
     proposal: int = 10 * M
     vote: int = 5 * M
@@ -39,9 +38,6 @@ class Timers:
     lady: int = 5 * M
     assassination: int = 10 * M
     last_word: int = 3 * M
-
-    def for_phase(self, phase: Phase) -> int | None:
-        return getattr(self, phase.value, None)
 
 
 FORUM_TIMERS = Timers(

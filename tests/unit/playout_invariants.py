@@ -73,13 +73,18 @@ def secrets_in(value, path: str) -> list[str]:
 _SCANNED: dict[type, tuple[str, ...]] = {}
 
 
+#: The lobby's events say which cards a start would deal: public, like the roles in play, never to whom.
+LOBBY_DEALS = (ev.LobbyOpened, ev.PlayerJoined, ev.PlayerLeft, ev.OptionsChanged)
+
+
 def public_fields(kind: type) -> tuple[str, ...]:
     """The fields of a public event to scan (the roles in play are public, never to whom)."""
     names = _SCANNED.get(kind)
     if names is None:
         names = _SCANNED[kind] = tuple(
             f.name for f in dataclasses.fields(kind)
-            if f.name != "audience" and not (kind is ev.GameStarted and f.name == "roles_in_play"))
+            if f.name != "audience" and not (kind is ev.GameStarted and f.name == "roles_in_play")
+            and not (kind in LOBBY_DEALS and f.name == "deals"))
     return names
 
 
@@ -99,6 +104,7 @@ class EventChecker(ViewChecks):
         self.online = preset == "online"
         self.variant = options.lancelot.value
         self.seats: tuple[str, ...] = ()
+        self.lobby_deals: tuple[Role, ...] = ()  # what the lobby last said a start would deal
         self.role: dict[str, Role] = {}
         self.night: dict[str, frozenset] = {}
         self.switched = False
@@ -273,10 +279,17 @@ class EventChecker(ViewChecks):
             self.lady_holder = self.seats[(self.seats.index(e.first_leader) - 1) % n]
             self.lady_past = {self.lady_holder}
 
+    def on_LobbyOpened(self, e: ev.LobbyOpened | ev.PlayerJoined | ev.PlayerLeft | ev.OptionsChanged) -> None:
+        self.lobby_deals = e.deals
+
+    on_PlayerJoined = on_PlayerLeft = on_OptionsChanged = on_LobbyOpened
+
     def on_GameStarted(self, e: ev.GameStarted) -> None:
         assert e.seats == self.seats and e.first_leader == self.first_leader
         roles = tuple(self.role[p] for p in self.seats)
         assert Counter(e.roles_in_play) == Counter(roles), f"roles_in_play {e.roles_in_play} vs dealt {roles}"
+        assert e.roles_in_play == self.lobby_deals, \
+            f"the lobby said a start would deal {self.lobby_deals}, the start dealt {e.roles_in_play}"
         order = list(Role)
         canonical = (list(e.roles_in_play) == sorted(e.roles_in_play, key=order.index)
                      or list(e.roles_in_play) == sorted(e.roles_in_play, key=lambda r: r.value))

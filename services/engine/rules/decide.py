@@ -16,8 +16,8 @@ from shared.game.errors import Reason, Rejection, reject
 from shared.game.events import Event
 from .evolve import evolve
 from .flow import Tx
-from .legal import ACCEPTS
 from shared.game.model import Phase
+from .phases import PHASES
 from .state import GameState
 
 Handler = Callable[[Tx, cmd.Command], Rejection | None]
@@ -71,11 +71,11 @@ def apply(state: GameState, command: cmd.Command) -> Accepted | Rejection:
             return reject(Reason.GAME_OVER)
         if command.phase_id is not None and command.phase_id != state.phase_id:
             return reject(Reason.STALE_PHASE)  # a button from a phase that is over
-        if command.kind not in ACCEPTS[phase]:
+        if command.kind not in PHASES[phase].accepts:
             return reject(Reason.WRONG_PHASE, phase=phase)
     if (type(command) is cmd.PhaseTimedOut) != (command.actor == cmd.SCHEDULER):
         return reject(Reason.NOT_YOUR_TURN)  # only the scheduler says a deadline passed, and only that
-    tx = Tx(state)
+    tx = Tx(state, PHASES)
     problem = handler(tx, command)
     if problem is not None:
         return problem

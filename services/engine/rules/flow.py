@@ -1,25 +1,30 @@
 """How the game moves from phase to phase: the transitions every handler shares.
 
 A ``Tx`` collects the events of one command and applies each to a private
-clone of the state as it goes, so later steps see the earlier ones.
+clone of the state as it goes, so later steps see the earlier ones. It also
+carries the phase table, handed in by ``decide``: the table's timeouts move
+the game with these transitions, so this module cannot import the table.
 """
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from shared.game import events as ev
 from .evolve import apply_in_place
-from .legal import actors, missed_rule
 from shared.game.model import Conference, Lancelot, LadyTiming, Phase, Team, WinCause
+from .phase_rules import PhaseRules
 from .state import GameState
 from shared.game.numbers import LANCELOT_DRAW_QUESTS, QUESTS_TO_WIN, fails_needed, quest_size
 
 
 class Tx:
-    __slots__ = ("s", "events")
+    __slots__ = ("s", "events", "phases")
 
-    def __init__(self, state: GameState) -> None:
+    def __init__(self, state: GameState, phases: Mapping[Phase, PhaseRules]) -> None:
         self.s = state.clone()
         self.events: list[ev.Event] = []
+        self.phases = phases
 
     def emit(self, event: ev.Event) -> None:
         self.events.append(event)
@@ -36,7 +41,7 @@ class Tx:
 def open_phase(tx: Tx, phase: Phase, leader: int | None = None) -> None:
     s = tx.s
     leader = s.leader if leader is None else leader
-    secret = phase is Phase.ASSASSINATION and s.options.conference is Conference.PRIVATE
+    rules = tx.phases[phase]
     tx.emit(ev.PhaseOpened(
         phase=phase,
         phase_id=s.phase_id + 1,
@@ -45,9 +50,9 @@ def open_phase(tx: Tx, phase: Phase, leader: int | None = None) -> None:
         vote_track=s.vote_track,
         team_size=quest_size(len(s.players), s.quest),
         fails_needed=fails_needed(len(s.players), s.quest),
-        actors=() if secret else tx.names(actors(s, phase, leader)),
-        timeout_seconds=s.options.timers.for_phase(phase) or 0,
-        missed_rule=missed_rule(s, phase),
+        actors=() if rules.actors_hidden(s) else tx.names(rules.actors(s, leader)),
+        timeout_seconds=getattr(s.options.timers, rules.timer) if rules.timer else 0,
+        missed_rule=rules.missed_rule(s),
     ))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 
 from shared.game import commands as cmd
@@ -9,11 +10,32 @@ from shared.game import events as ev
 from shared.game.errors import Reason, Rejection, reject
 from .flow import Tx, start_quest
 from .knowledge import night_knowledge
-from shared.game.model import Lancelot
-from shared.game.options import cast_for, check_options
-from shared.game.numbers import LANCELOT_DECKS, LANCELOT_V2_DECK, fails_needed, quest_size
+from shared.game.model import Lancelot, Role
+from shared.game.options import Options, cast_for, check_options
+from shared.game.numbers import LANCELOT_DECKS, LANCELOT_V2_DECK, MIN_PLAYERS, fails_needed, quest_size
 
 MAX_ID_LENGTH = 200
+_CARD_ORDER = {role: i for i, role in enumerate(Role)}
+
+
+def _in_card_order(roles) -> tuple[Role, ...]:
+    return tuple(sorted(roles, key=_CARD_ORDER.__getitem__))
+
+
+def would_deal(options: Options, players: int) -> tuple[Role, ...]:
+    """The role cards a start would deal with ``players`` in the lobby (docs/rules.md section 2).
+
+    Counted as at least MIN_PLAYERS and at most ``max_players``, so a lobby still
+    filling up shows the smallest table's cards; empty when the options cannot
+    be dealt at that count (the start would be refused with the reason).
+    """
+    return _deals(options, min(max(players, MIN_PLAYERS), options.max_players))
+
+
+@functools.lru_cache(maxsize=1024)  # every join asks again, nearly always with options seen before
+def _deals(options: Options, players: int) -> tuple[Role, ...]:
+    cast = cast_for(options, players)
+    return () if isinstance(cast, Rejection) else _in_card_order(cast.roles)
 
 
 def _valid_id(player: str) -> bool:
@@ -30,8 +52,8 @@ def create(tx: Tx, c: cmd.CreateGame) -> Rejection | None:
     if not _valid_id(c.actor):
         return reject(Reason.UNKNOWN_PLAYER, player=c.actor)
     tx.emit(ev.GameCreated(game_id=c.game_id, host=c.actor, seed=c.seed, options=c.options))
-    tx.emit(ev.LobbyOpened(host=c.actor, options=c.options))
-    tx.emit(ev.PlayerJoined(player=c.actor))
+    tx.emit(ev.LobbyOpened(host=c.actor, options=c.options, deals=would_deal(c.options, 0)))
+    tx.emit(ev.PlayerJoined(player=c.actor, deals=would_deal(c.options, 1)))
     return None
 
 
@@ -43,7 +65,7 @@ def join(tx: Tx, c: cmd.Join) -> Rejection | None:
         return reject(Reason.UNKNOWN_PLAYER, player=c.actor)
     if len(s.players) >= s.options.max_players:
         return reject(Reason.LOBBY_FULL, max=s.options.max_players)
-    tx.emit(ev.PlayerJoined(player=c.actor))
+    tx.emit(ev.PlayerJoined(player=c.actor, deals=would_deal(s.options, len(s.players) + 1)))
     return None
 
 
@@ -53,7 +75,7 @@ def leave(tx: Tx, c: cmd.Leave) -> Rejection | None:
         return reject(Reason.NOT_A_PLAYER)
     if c.actor == s.host:
         return reject(Reason.HOST_CANNOT_LEAVE)
-    tx.emit(ev.PlayerLeft(player=c.actor))
+    tx.emit(ev.PlayerLeft(player=c.actor, deals=would_deal(s.options, len(s.players) - 1)))
     return None
 
 
@@ -66,7 +88,7 @@ def change_options(tx: Tx, c: cmd.ChangeOptions) -> Rejection | None:
         return problem
     if len(s.players) > c.options.max_players:
         return reject(Reason.TOO_MANY_PLAYERS, max=c.options.max_players, count=len(s.players))
-    tx.emit(ev.OptionsChanged(options=c.options))
+    tx.emit(ev.OptionsChanged(options=c.options, deals=would_deal(c.options, len(s.players))))
     return None
 
 
@@ -110,7 +132,7 @@ def start(tx: Tx, c: cmd.StartGame) -> Rejection | None:
     tx.emit(ev.GameStarted(
         seats=s.players,
         first_leader=s.players[first_leader],
-        roles_in_play=tuple(sorted(cast.roles, key=lambda r: list(type(r)).index(r))),
+        roles_in_play=_in_card_order(cast.roles),
         lady_holder=s.players[s.lady_holder] if options.lady else None,
         options=options,
         quest_sizes=tuple(quest_size(n, q) for q in range(1, 6)),

@@ -6,7 +6,6 @@ from shared.game import commands as cmd
 from shared.game import events as ev
 from shared.game.errors import Reason, Rejection, reject
 from .flow import Tx, after_lady, after_quest, end_game, open_phase
-from .legal import is_auto_approved, lady_targets
 from shared.game.model import Card, Hammer, MissedVote, Phase, Team, WinCause
 from shared.game.numbers import PROPOSALS_PER_QUEST, fails_needed, quest_size
 
@@ -39,7 +38,7 @@ def propose(tx: Tx, c: cmd.ProposeTeam) -> Rejection | None:
             return reject(Reason.EXCALIBUR_INVALID_HOLDER)
     elif c.excalibur is not None:
         return reject(Reason.EXCALIBUR_NOT_IN_PLAY)
-    auto = is_auto_approved(s)
+    auto = s.is_auto_approved()
     tx.emit(ev.TeamProposed(quest=s.quest, leader=c.actor, team=tuple(c.team),
                             excalibur=c.excalibur, auto_approved=auto))
     open_phase(tx, Phase.QUEST if auto else Phase.VOTE)
@@ -167,7 +166,7 @@ def use_lady(tx: Tx, c: cmd.UseLady) -> Rejection | None:
     if seat != s.lady_holder:
         return reject(Reason.NOT_YOUR_TURN)
     target = s.seat_of.get(c.target)
-    if target is None or target not in lady_targets(s):
+    if target is None or target not in s.lady_targets():
         return reject(Reason.LADY_INVALID_TARGET)
     loyalty = s.team_of(target)  # as of now: a switched Lancelot shows his new side
     tx.emit(ev.LadyResult(audience=ev.Audience.to(c.actor), holder=c.actor, target=c.target, loyalty=loyalty))

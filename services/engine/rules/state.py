@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from shared.game.model import Card, Lancelot, MissedRule, Phase, Role, Team, WinCause
+from shared.game.model import Card, Hammer, Lancelot, MissedRule, Phase, Role, Team, WinCause
+from shared.game.numbers import PROPOSALS_PER_QUEST
 from shared.game.options import Options
 
 
@@ -110,6 +111,15 @@ class GameState:
                 return (Card.FAIL,)  # variant 2: an evil Lancelot must fail
             return (Card.SUCCESS, Card.FAIL)
         return (Card.SUCCESS, Card.FAIL) if self.options.good_may_fail else (Card.SUCCESS,)
+
+    def is_auto_approved(self) -> bool:
+        """Online hammer: the fifth proposal of a quest goes straight to the quest."""
+        return self.options.hammer is Hammer.ONLINE and self.vote_track >= PROPOSALS_PER_QUEST - 1
+
+    def lady_targets(self) -> tuple[int, ...]:
+        """The seats the Lady may examine: anyone who has not held her."""
+        past = self.lady_past
+        return tuple(i for i in range(len(self.players)) if i not in past)
 
 
 _SLOTS = tuple(f.name for f in fields(GameState))

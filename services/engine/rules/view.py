@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .knowledge import night_knowledge
 from .legal import Legal, legal_commands, pending_players
+from .phases import PHASES
 from shared.game.model import Card, Conference, Knowledge, MissedRule, Phase, Role, Team, WinCause
 from shared.game.options import Options
 from .state import GameState, QuestResult, VoteRecord
@@ -71,7 +72,7 @@ def view(s: GameState, viewer: str | None) -> View:
     seat = s.seat_of.get(viewer) if viewer is not None else None
     in_vote = s.phase is Phase.VOTE
     in_quest = s.phase in (Phase.QUEST, Phase.EXCALIBUR)
-    secret_waiting = s.phase is Phase.ASSASSINATION and s.options.conference is Conference.PRIVATE
+    secret_waiting = s.phase is not None and PHASES[s.phase].actors_hidden(s)
     public = dict(
         game_id=s.game_id,
         viewer=viewer,
