@@ -19,6 +19,7 @@ from shared.delivery.roster import Roster
 from shared.narration.render import LOCALES
 from shared.protocol import CommandEnvelope
 
+from . import legacy
 from .channel import PREFIX, EmailChannel, address_of
 from .compose import Identity
 from .inbound import Inbound, key_id
@@ -41,7 +42,7 @@ class EmailGateway:
         self.outbox = Outbox(engine, self.channel.name, self.channel.deliver, deliver_merged=self.channel.deliver_mails,
                              linger=linger, attempts=attempts, first_delay=first_delay, max_delay=max_delay,
                              on_dead=self.channel.on_dead)
-        self.book = GameBook(self.outbox, self.channel.own_part)
+        self.book = GameBook(self.outbox, self.channel.own_part, upgrade=legacy.upgrade)
         self.pipeline = Pipeline(self.channel, self.book, self.roster)
         self.replies = Replies(self.outbox, self.roster, self.channel.links, self.book, languages=languages)
         self.inbound = Inbound(self, throttle)  # throttle: each sender's flood bucket (none: off)

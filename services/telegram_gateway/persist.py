@@ -52,7 +52,11 @@ class MemoryKeeper:
         self._last = row.blob
         at = row.updated_at
         self.saved_at = at if at.tzinfo else at.replace(tzinfo=timezone.utc)
-        return memory if isinstance(memory, Memory) else None
+        if not isinstance(memory, Memory):
+            return None
+        for kept_apart in ("games", "offers"):  # a snapshot from before the games were kept with the outbox
+            memory.__dict__.pop(kept_apart, None)
+        return memory
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop())

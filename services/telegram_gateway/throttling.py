@@ -45,5 +45,5 @@ class ThrottleMiddleware:
         gw = self.gw
         player = gw.remember_user(user)
         message = event.message if isinstance(event, CallbackQuery) else event
-        memo = gw.memory.game_of_chat(message.chat.id) if message is not None else None
-        return gw.ui(memo, player, "too_fast", wait=verdict.wait_seconds)
+        game = gw.game_of_chat(message.chat.id) if message is not None else None
+        return gw.ui(game, player, "too_fast", wait=verdict.wait_seconds)

@@ -19,9 +19,11 @@ log = logging.getLogger(__name__)
 
 
 class GameBook:
-    def __init__(self, outbox: Outbox, own_part: Callable[[str], object]) -> None:
+    def __init__(self, outbox: Outbox, own_part: Callable[[str], object], *,
+                 upgrade: Callable[[bytes], Game | None] | None = None) -> None:
         self.outbox = outbox
         self.own_part = own_part  # the channel's: its part of a new game, None for a game not its own
+        self.upgrade = upgrade  # the channel's: a row kept by an earlier version, read into a Game
         self.games: dict[str, Game] = {}
         self._committed: dict[str, bytes] = {}  # each game as last committed: what restore() goes back to
         self._writing: dict[str, asyncio.Lock] = {}  # a game is written by one task at a time
@@ -30,14 +32,24 @@ class GameBook:
         """Every game as last committed (the least recently changed first)."""
         for game_id, (blob, _at) in (await self.outbox.games()).items():
             try:
-                table, own = pickle.loads(blob)  # noqa: S301 - our own rows
-                if not isinstance(table, Table):
-                    raise TypeError(f"not a table: {type(table).__name__}")
+                game = self._read(blob)
             except Exception:  # noqa: BLE001 - an unreadable row: the game is rebuilt from its next events
                 log.exception("%s: the saved memory of game %s could not be read", self.outbox.channel, game_id)
                 continue
-            self.games[game_id] = Game(table, own)
-            self._committed[game_id] = blob
+            self.games[game_id] = game
+            self._committed[game_id] = self.blob(game)
+
+    def _read(self, blob: bytes) -> Game:
+        try:
+            table, own = pickle.loads(blob)  # noqa: S301 - our own rows
+        except Exception:  # noqa: BLE001 - perhaps a row of an earlier version
+            game = self.upgrade(blob) if self.upgrade is not None else None
+            if game is None:
+                raise
+            return game
+        if not isinstance(table, Table):
+            raise TypeError(f"not a table: {type(table).__name__}")
+        return Game(table, own)
 
     def get(self, game_id: str) -> Game | None:
         return self.games.get(game_id)

@@ -49,26 +49,17 @@ class Draft:
     picks: list[str] = field(default_factory=list)
     holder: str | None = None
 
-    def toggle(self, player: str, size: int) -> None:
-        """Pick ``player``, or drop them if picked; a pick past the team's size is not taken."""
+    def toggle(self, player: str, most: int | None = None) -> None:
+        """Pick ``player``, or drop them if picked; with ``most``, a pick past it is not taken (by mail,
+        where each pick is a mail; Telegram's picker shows the count and the engine refuses a wrong size)."""
         if player in self.picks:
             self.picks.remove(player)
-        elif len(self.picks) < max(size, 1):
+        elif most is None or len(self.picks) < max(most, 1):
             self.picks.append(player)
 
-    def proposal(self, offer: ChoicesOffered | None, leader: str) -> dict[str, Any] | None:
-        """The ``propose_team`` command the draft makes, or None while it is not complete: the team's
-        size not reached, or Excalibur's holder (a team member other than the leader) still to choose."""
-        choice = next((c for c in offer.choices if c.kind.value == "propose_team"), None) if offer else None
-        if choice is None or len(self.picks) != choice.count:
-            return None
-        if not choice.excalibur:
-            return {"type": "propose_team", "team": list(self.picks), "excalibur": None}
-        if self.holder is None or self.holder not in self.picks or self.holder == leader:
-            return None
-        return {"type": "propose_team", "team": list(self.picks), "excalibur": self.holder}
-
-    def needs_holder(self, offer: ChoicesOffered | None) -> bool:
+    @staticmethod
+    def needs_holder(offer: ChoicesOffered | None) -> bool:
+        """Whether the leader's offer asks for Excalibur's holder with the team."""
         return bool(offer) and any(c.kind.value == "propose_team" and c.excalibur for c in offer.choices)
 
 

@@ -36,8 +36,8 @@ class TelegramHands:
                 return message
         return None
 
-    def _memo(self, game: str):
-        return self.stack.telegram.memory.games.get(game)
+    def _game(self, game: str):
+        return self.stack.telegram.game(game)
 
     async def propose(self, game: str, phase: int, leader: str, seats: tuple, team: list[str],
                       sword: str | None) -> bool:
@@ -94,12 +94,12 @@ class TelegramHands:
     async def say(self, game: str, phase: int, player: str, kind: str, text: str) -> bool:
         """A word to the council, or the last word: written to the bot in private, once the bot has
         shown the player the council (or asked for their last word)."""
-        memo = self._memo(game)
-        if memo is None or memo.phase_id != phase:
+        known = self._game(game)
+        if known is None or known.table.turn.phase_id != phase:
             return False
-        if kind == "confer" and player not in memo.council:
+        if kind == "confer" and player not in known.table.turn.council:
             return False
-        offer = self.stack.telegram.memory.offers.get((game, player))
+        offer = known.table.offer(player)
         if kind == "speak_last_word" and (offer is None or offer.phase_id != phase):
             return False
         await self.users[player].send(None, text)

@@ -11,10 +11,17 @@ import random
 from dataclasses import dataclass, field
 
 from services.engine.rules import Options, Preset, Rejection, cast_for
-from services.telegram_gateway.routers.settings import OPTIONAL, changed
+from services.telegram_gateway.settings_screen import changed
+from shared.game import OPTIONAL_ROLES
 from shared.narration.render import LOCALES
 
 from .secrets_stack import DOMAIN
+
+def dealt(options: Options, players: int) -> tuple:
+    """What the engine says it will deal at this count (the lobby's ``deals``), as the screen ticks it."""
+    cast = cast_for(options, players)
+    return () if isinstance(cast, Rejection) else cast.roles
+
 
 BASES = ["Ann", "Bors", "Cleo", "Dag", "Edda", "Finn", "Gus", "Hild", "Iwan", "Jora"]
 PRESETS = [Preset.CLASSIC, Preset.ONLINE, Preset.FORUM]
@@ -101,13 +108,13 @@ def draw(index: int, seed: int) -> GameSpec:
         keys = ["lancelot"] * (index % 4)
         keys += [k for k in FLAGS if rng.random() < 0.4]
         if rng.random() < 0.5:
-            keys += [f"r_{r.value}" for r in rng.sample(OPTIONAL, rng.randint(1, 2))]
+            keys += [f"r_{r.value}" for r in rng.sample(OPTIONAL_ROLES, rng.randint(1, 2))]
         keys += ["lang"] * rng.choice([0, 0, 1, 2, 3, 4, 5])
         rng.shuffle(keys)
         options = Options.preset_defaults(preset)
         for key in keys:
             if key != "lang":
-                options = changed(options, key, n)
+                options = changed(options, key, dealt(options, n))
         if not isinstance(cast_for(options, n), Rejection):
             spec.keys, spec.options = keys, options
             return spec

@@ -78,28 +78,32 @@ class Table:
 
     async def settings(self, state) -> None:
         from services.engine.rules import Options
-        from services.telegram_gateway.routers.settings import changed
+        from services.telegram_gateway.settings_screen import changed
 
         hoster = self.users[self.spec.host.player]
-        memo = await _until(lambda: _true(self.stack.telegram.memory.games.get(self.game)), "the lobby")
-        await _until(lambda: _true(len(memo.players) == len(self.spec.seats)), "the group told of every join")
+        telegram = self.stack.telegram
+        await _until(lambda: _true(telegram.game(self.game)), "the lobby")
+        await _until(lambda: _true(len(telegram.game(self.game).table.seats.players) == len(self.spec.seats)),
+                     "the group told of every join")
         await hoster.send(self.group, "/settings")
         board = await self.fake.wait_for_message(self.group, timeout=30, where=lambda m: any(
             d.startswith(f"s:{self.game}:") for d in m.callback_data))
         options = Options.preset_defaults(self.spec.preset)
         for key in self.spec.keys:
+            deals = telegram.game(self.game).table.deals  # what the engine says it deals before this press
             await hoster.press(board, f"s:{self.game}:{key}")
             if key == "lang":
                 continue  # the group's language: no command, the gateway redraws the board
-            options = changed(options, key, len(self.spec.seats))
+            options = changed(options, key, deals)
 
             async def applied(expected=options):  # and the board redrawn with it, before the next press
                 s = await state(self.game)
-                memo = self.stack.telegram.memory.games.get(self.game)
-                return s is not None and s.options == expected and memo is not None and memo.options == expected
+                known = telegram.game(self.game)
+                return s is not None and s.options == expected and known is not None \
+                    and known.table.options == expected
             await _until(applied, f"the option {key}")
         language = LOCALES[self.spec.keys.count("lang") % len(LOCALES)]
-        await _until(lambda: _true(memo.language == language), "the group's language")
+        await _until(lambda: _true(telegram.game(self.game).own.language == language), "the group's language")
         assert (await state(self.game)).options == self.spec.options
 
     def diagnose(self) -> str:

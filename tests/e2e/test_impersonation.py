@@ -35,7 +35,7 @@ from .secrets_stack import NARRATOR, stack  # noqa: F401 - the fixture
 async def test_on_telegram_a_player_acts_only_as_themself_and_only_the_host_runs_the_lobby(stack):
     fake, attempts = stack.fake, Attempts()
     group2, dave, (erin,), game2, _ = await lobby(stack, 1, "Davezz", "en", [("Erinzz", "vi")])
-    await eventually(lambda: len(stack.telegram.memory.games[game2].players) == 2, "Erin seated")
+    await eventually(lambda: len(stack.telegram.game(game2).table.seats.players) == 2, "Erin seated")
     await settle(stack)
     before2 = await log_of(stack, game2)
     host_only = refusal("vi", "not_host")

@@ -225,8 +225,8 @@ async def test_the_first_command_of_a_telegram_user_is_preceded_by_their_update_
     await bus.start()
     table = await Table(f"sqlite+aiosqlite:///{tmp_path / 'engine.db'}", bus).start(subscribe=False)
     bot = fake.make_bot(default=DefaultBotProperties(parse_mode="HTML"))
-    gateway = TelegramGateway(bot, bus, limits=Limits(per_chat_interval=0.0, group_per_minute=10**6,
-                                                      global_per_second=10**6))
+    gateway = TelegramGateway(bot, bus, database_url=f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}",
+                              limits=Limits(per_chat_interval=0.0, group_per_minute=10**6, global_per_second=10**6))
     await gateway.start()
     dispatcher = gateway.dispatcher()
     polling = asyncio.create_task(dispatcher.start_polling(bot, handle_signals=False, polling_timeout=1))

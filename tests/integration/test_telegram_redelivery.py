@@ -11,7 +11,11 @@ from aiogram.exceptions import TelegramBadRequest
 
 from services.telegram_gateway.callbacks import PickCb
 from services.telegram_gateway.gateway import TelegramGateway
-from services.telegram_gateway.memory import GameMemo
+from services.telegram_gateway.memory import GroupGame
+from shared.delivery.channel import Game
+from shared.delivery.table import Seats, Table, Turn
+from shared.game import CommandKind, Phase
+from shared.protocol import Choice, ChoicesOffered
 from shared.bus import InProcessBus
 from tests.fakes import FakeTelegram
 
@@ -34,17 +38,20 @@ async def test_a_pick_delivered_again_after_a_restart_is_not_toggled_back(tmp_pa
         leader = fake.user(1, "Ann")
         fake.group(GROUP, "Camelot", members=[leader])
         first, bus = await gateway(fake, database_url)
-        memo = GameMemo(GAME, GROUP, host=PLAYERS[0], players=list(PLAYERS), phase="proposal", phase_id=3,
-                        leader=PLAYERS[0], team_size=2)
-        first.memory.games[GAME] = memo
+        offer = ChoicesOffered(player=PLAYERS[0], phase=Phase.PROPOSAL, phase_id=3, choices=(
+            Choice(kind=CommandKind.PROPOSE_TEAM, targets=tuple(PLAYERS), count=2),))
+        game = Game(Table(GAME, seats=Seats(host=PLAYERS[0], players=list(PLAYERS)), turn=Turn(
+            phase=Phase.PROPOSAL, phase_id=3, leader=PLAYERS[0], team_size=2, offers={PLAYERS[0]: offer})),
+            GroupGame(GROUP))
+        first.book.games[GAME] = game
         first.memory.current[GROUP] = GAME
         picker = await first.bot.send_message(GROUP, "👑 Ann: pick 2 — 0 selected.",
-                                              reply_markup=first.painter._pick_keyboard(memo))
-        memo.pick_message = picker.message_id
+                                              reply_markup=first.channel.pick_keyboard(game))
+        game.own.pick_message = picker.message_id
         await leader.press((GROUP, picker.message_id), PickCb(game=GAME, phase=3, seat=2).pack())
         update = fake.updates_log[-1]
         await first.dispatcher().feed_raw_update(first.bot, update)
-        assert first.memory.games[GAME].picked == ["tg:3"]
+        assert first.game(GAME).table.draft.picks == ["tg:3"]
         assert fake.callback_answers, "the press was answered"
         await first.bot.session.close()  # killed: nothing else is saved, no getUpdates confirms the press
         await bus.close()
@@ -55,7 +62,7 @@ async def test_a_pick_delivered_again_after_a_restart_is_not_toggled_back(tmp_pa
                 await second.dispatcher().feed_raw_update(second.bot, update)
             except TelegramBadRequest:
                 pass  # answering it again: "query is too old" (polling logs it and goes on)
-            assert second.memory.games[GAME].picked == ["tg:3"], "the pick was applied twice"
+            assert second.game(GAME).table.draft.picks == ["tg:3"], "the pick was applied twice"
             assert "1 selected" in fake.messages(GROUP)[-1].text
         finally:
             await second.close()

@@ -1,15 +1,35 @@
-"""The host's /settings buttons turn into the options the engine will check."""
+"""The host's /settings buttons turn into the options the engine will check. The roles ticked are the
+ones the engine says it deals (the lobby's ``deals``), never a set the screen works out itself."""
 
 from __future__ import annotations
 
-from services.engine.rules import Lancelot, Options, Preset, Role, check_options
-from services.telegram_gateway.routers.settings import changed
+from services.engine.rules import Lancelot, Options, Preset, Role, cast_for, check_options
+from services.telegram_gateway.settings_screen import changed, roles_shown
 
 
-def test_a_role_button_starts_from_the_standard_set_for_the_lobby_and_toggles_that_role():
-    seven = changed(Options(), "r_oberon", players=7)
+def dealt(options: Options, players: int) -> tuple[Role, ...]:
+    return cast_for(options, players).roles
+
+
+def test_a_role_button_starts_from_the_roles_the_engine_deals_and_toggles_that_role():
+    seven = changed(Options(), "r_oberon", dealt(Options(), 7))
     assert seven.roles == (Role.PERCIVAL, Role.MORGANA, Role.MORDRED, Role.OBERON)
-    assert changed(seven, "r_percival").roles == (Role.MORGANA, Role.MORDRED, Role.OBERON)
+    assert changed(seven, "r_percival", dealt(seven, 7)).roles == (Role.MORGANA, Role.MORDRED, Role.OBERON)
+
+
+def test_with_lancelot_at_five_the_screen_ticks_what_is_dealt_and_unticking_percival_keeps_the_assassin():
+    # docs/rules.md section 2 and 6: five players with Lancelot are dealt Merlin, Percival, the good
+    # Lancelot, the Assassin and the evil Lancelot; Morgana has no seat
+    options = Options(lancelot=Lancelot.V1)
+    deals = dealt(options, 5)
+    assert sorted(deals) == sorted((Role.MERLIN, Role.PERCIVAL, Role.GOOD_LANCELOT, Role.ASSASSIN,
+                                    Role.EVIL_LANCELOT))
+    assert roles_shown(options, deals) == (Role.PERCIVAL,), "Morgana is not ticked: she would not be dealt"
+    without_percival = changed(options, "r_percival", deals)
+    assert without_percival.roles == ()
+    cast = cast_for(without_percival, 5)
+    assert Role.ASSASSIN in cast.roles and Role.MORGANA not in cast.roles
+    assert cast.shooter_role is Role.ASSASSIN
 
 
 def test_each_phase_timer_cycles_through_its_steps_and_stays_valid():

@@ -14,28 +14,28 @@ async def status(message: Message, gw) -> None:
     """The board, answered by the engine (it alone knows the game), in this chat."""
     player = gw.remember_user(message.from_user)
     if message.chat.type == "private":
-        games = gw.memory.games_of(player)
-        memo = games[-1] if games else None
+        games = gw.games_of(player)
+        game = games[-1] if games else None
     else:
-        memo = gw.memory.game_of_chat(message.chat.id)
-    if memo is None:
+        game = gw.game_of_chat(message.chat.id)
+    if game is None:
         await gw.answer(message, gw.ui(None, player, "no_game"))
         return
-    command_id = await gw.command(memo.game_id, player, {"type": "show_board"})
+    command_id = await gw.command(game.table.game_id, player, {"type": "show_board"})
     gw.memory.board_requests[command_id] = message.chat.id
 
 
 async def help_(message: Message, gw) -> None:
     player = gw.remember_user(message.from_user)
-    memo = gw.memory.game_of_chat(message.chat.id)
-    await gw.answer(message, gw.template("help.html", memo, player if message.chat.type == "private" else None))
+    game = gw.game_of_chat(message.chat.id)
+    await gw.answer(message, gw.template("help.html", game, player if message.chat.type == "private" else None))
 
 
 async def rules(message: Message, gw) -> None:
     gw.remember_user(message.from_user)
-    memo = gw.memory.game_of_chat(message.chat.id)
-    options = memo.options if memo and memo.options else Options()
-    await gw.answer(message, gw.template("rules.html", memo, None, options=options, rules=list(MissedRule)[1:]))
+    game = gw.game_of_chat(message.chat.id)
+    options = game.table.options if game and game.table.options else Options()
+    await gw.answer(message, gw.template("rules.html", game, None, options=options, rules=list(MissedRule)[1:]))
 
 
 async def lang(message: Message, command: CommandObject, gw) -> None:
@@ -49,9 +49,9 @@ async def lang(message: Message, command: CommandObject, gw) -> None:
         await gw.command(f"profile:{player}", player, {"type": "update_profile", "language": wanted})
     else:
         gw.memory.chat_languages[message.chat.id] = wanted
-        memo = gw.memory.game_of_chat(message.chat.id)
-        if memo is not None:
-            memo.language = wanted
+        game = gw.game_of_chat(message.chat.id)
+        if game is not None:
+            game.own.language = wanted
     await gw.answer(message, ui_text(wanted, "language_set", language=glossary(wanted)["language_name"]))
 
 

@@ -8,7 +8,7 @@ from aiogram import F, Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import CallbackQuery, Message
 
-from shared.game import Options, Preset
+from shared.game import Options, Phase, Preset
 from shared.protocol import plausible_address
 
 from .. import ids
@@ -19,9 +19,9 @@ GROUPS = F.chat.type.in_({"group", "supergroup"})
 
 async def new_game(message: Message, command: CommandObject, gw) -> None:
     host = gw.remember_user(message.from_user)
-    memo = gw.memory.game_of_chat(message.chat.id)
-    if memo is not None and not memo.over:
-        await gw.answer(message, gw.ui(memo, host, "game_open"), reply=True)
+    game = gw.game_of_chat(message.chat.id)
+    if game is not None and not game.table.over:
+        await gw.answer(message, gw.ui(game, host, "game_open"), reply=True)
         return
     preset = Preset.CLASSIC
     if command.args and command.args.strip().lower() in {p.value for p in Preset}:
@@ -34,10 +34,10 @@ async def new_game(message: Message, command: CommandObject, gw) -> None:
 
 async def _join(gw, chat_id: int, user) -> str | None:
     player = gw.remember_user(user)
-    memo = gw.memory.game_of_chat(chat_id)
-    if memo is None:
+    game = gw.game_of_chat(chat_id)
+    if game is None:
         return gw.ui(None, player, "no_game")
-    await gw.command(memo.game_id, player, {"type": "join"})
+    await gw.command(game.table.game_id, player, {"type": "join"})
     return None
 
 
@@ -48,67 +48,68 @@ async def join(message: Message, gw) -> None:
 
 
 async def join_button(query: CallbackQuery, callback_data: JoinCb, gw) -> None:
-    memo = gw.memory.games.get(callback_data.game)
+    game = gw.game(callback_data.game)
     player = gw.remember_user(query.from_user)
-    if memo is None or memo.over or memo.phase != "lobby":
-        await query.answer(gw.reason(player, memo, "stale_phase"), show_alert=True)
+    if game is None or game.table.over or game.table.turn.phase is not Phase.LOBBY:
+        await query.answer(gw.reason(player, game, "stale_phase"), show_alert=True)
         return
-    await gw.command(memo.game_id, player, {"type": "join"})
-    await query.answer(gw.ui(memo, player, "sent"))
+    await gw.command(game.table.game_id, player, {"type": "join"})
+    await query.answer(gw.ui(game, player, "sent"))
 
 
 async def _group_game(message: Message, gw):
     """(player, the group's open game); None for the game after telling the sender there is none."""
     player = gw.remember_user(message.from_user)
-    memo = gw.memory.game_of_chat(message.chat.id)
-    if memo is None:
+    game = gw.game_of_chat(message.chat.id)
+    if game is None:
         await gw.answer(message, gw.ui(None, player, "no_game"), reply=True)
-    return player, memo
+    return player, game
 
 
 async def leave(message: Message, gw) -> None:
-    player, memo = await _group_game(message, gw)
-    if memo is not None:
-        await gw.command(memo.game_id, player, {"type": "leave"})
+    player, game = await _group_game(message, gw)
+    if game is not None:
+        await gw.command(game.table.game_id, player, {"type": "leave"})
 
 
 async def invite(message: Message, command: CommandObject, gw) -> None:
     """``/invite ADDRESS ...``: each address is invited as an email player (``mail:<address>``); the
     engine says whether the sender may (the host, in the lobby)."""
-    player, memo = await _group_game(message, gw)
-    if memo is None:
+    player, game = await _group_game(message, gw)
+    if game is None:
         return
     words = [w for w in re.split(r"[\s,;]+", command.args or "") if w]
     if not words:
-        await gw.answer(message, gw.ui(memo, player, "invite_usage"), reply=True)
+        await gw.answer(message, gw.ui(game, player, "invite_usage"), reply=True)
         return
     bad = [w for w in words if not plausible_address(w)]
     for address in dict.fromkeys(w.lower() for w in words if w not in bad):
-        await gw.command(memo.game_id, player, {"type": "invite", "player": f"mail:{address}"})
+        await gw.command(game.table.game_id, player, {"type": "invite", "player": f"mail:{address}"})
     if bad:  # shown shortened: a 5000-character word must not make the answer too long to send
         shown = [w if len(w) <= 60 else w[:59] + "…" for w in bad[:5]] + (["…"] if len(bad) > 5 else [])
-        await gw.answer(message, gw.ui(memo, player, "invite_invalid", names=", ".join(shown)), reply=True)
+        await gw.answer(message, gw.ui(game, player, "invite_invalid", names=", ".join(shown)), reply=True)
 
 
 async def start_game(message: Message, gw) -> None:
-    player, memo = await _group_game(message, gw)
-    if memo is None:
+    player, game = await _group_game(message, gw)
+    if game is None:
         return
     # every Telegram player must be able to receive their role privately (other channels' players are
     # reached by their own gateway)
-    unreachable = [p for p in memo.players if ids.user_id(p) is not None and p not in gw.memory.reachable]
+    players = game.table.seats.players
+    unreachable = [p for p in players if ids.user_id(p) is not None and p not in gw.memory.reachable]
     if unreachable:
         names = ", ".join(gw.memory.names.get(p, p) for p in unreachable)
-        await gw.answer(message, gw.ui(memo, None, "waiting_private", names=names, link=gw.deep_link(memo.game_id)),
-                        reply=True)
+        await gw.answer(message, gw.ui(game, None, "waiting_private", names=names,
+                                       link=gw.deep_link(game.table.game_id)), reply=True)
         return
-    await gw.command(memo.game_id, player, {"type": "start_game"})
+    await gw.command(game.table.game_id, player, {"type": "start_game"})
 
 
 async def cancel(message: Message, gw) -> None:
-    player, memo = await _group_game(message, gw)
-    if memo is not None:
-        await gw.command(memo.game_id, player, {"type": "cancel_game"})
+    player, game = await _group_game(message, gw)
+    if game is not None:
+        await gw.command(game.table.game_id, player, {"type": "cancel_game"})
 
 
 async def migrated(message: Message, gw) -> None:

@@ -1,6 +1,6 @@
 """Buttons during a game: the leader's team, the votes, quest cards, Excalibur, the Lady, the shot.
 
-Only presentation checks here (who may press which button, from what the events said); the
+Only presentation checks here (who may press which button, from what the engine offered); the
 engine decides and answers a wrong move with a reason."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from aiogram import Router
 from aiogram.types import CallbackQuery
 
-from shared.game.model import Card
+from shared.game import Card
 
 from .. import keyboards
 from ..callbacks import CardCb, PickCb, TargetCb, VoteCb
@@ -17,95 +17,102 @@ KIND_OF = {v: k for k, v in keyboards.TARGET_KINDS.items()}
 CARDS = {card.value for card in Card}
 
 
-def _check(gw, query: CallbackQuery, game: str, phase: int):
-    """(player, memo, problem sentence or None)."""
+def _check(gw, query: CallbackQuery, game_id: str, phase: int):
+    """(player, game, problem sentence or None)."""
     player = gw.remember_user(query.from_user)
-    memo = gw.memory.games.get(game)
-    if memo is None or memo.over or phase != memo.phase_id:
-        return player, memo, gw.reason(player, memo, "stale_phase")
-    if player not in memo.players:
-        return player, memo, gw.reason(player, memo, "not_a_player")
-    return player, memo, None
+    game = gw.game(game_id)
+    if game is None or game.table.over or phase != game.table.turn.phase_id:
+        return player, game, gw.reason(player, game, "stale_phase")
+    if not game.table.seated(player):
+        return player, game, gw.reason(player, game, "not_a_player")
+    return player, game, None
+
+
+def _proposal(game, player: str):
+    """``player``'s offer to propose a team (they lead), or None."""
+    offer = game.table.offer(player)
+    return next((c for c in offer.choices if c.kind.value == "propose_team"), None) if offer else None
 
 
 async def pick(query: CallbackQuery, callback_data: PickCb, gw) -> None:
-    player, memo, problem = _check(gw, query, callback_data.game, callback_data.phase)
-    if problem is None and player != memo.leader:
-        problem = gw.reason(player, memo, "not_your_turn")
+    player, game, problem = _check(gw, query, callback_data.game, callback_data.phase)
+    choice = _proposal(game, player) if problem is None else None
+    if problem is None and choice is None:
+        problem = gw.reason(player, game, "not_your_turn")
     if problem:
         await query.answer(problem, show_alert=True)
         return
-    if not -1 <= callback_data.seat < len(memo.players):  # no button of ours says that
-        await query.answer(gw.reason(player, memo, "malformed"), show_alert=True)
+    candidates, draft = choice.targets, game.table.draft
+    if not -1 <= callback_data.seat < len(candidates):  # no button of ours says that
+        await query.answer(gw.reason(player, game, "malformed"), show_alert=True)
         return
     if callback_data.seat >= 0:
-        chosen = memo.players[callback_data.seat]
-        if chosen in memo.picked:
-            memo.picked.remove(chosen)
-        else:
-            memo.picked.append(chosen)
+        draft.toggle(candidates[callback_data.seat])
         await query.answer()
-        await gw.painter.refresh_pick(memo)
+        await gw.refresh_pick(game)
         return
-    if len(memo.picked) != memo.team_size:
-        await query.answer(gw.reason(player, memo, "wrong_team_size", quest="", size=memo.team_size,
-                                     picked=len(memo.picked)), show_alert=True)
+    if len(draft.picks) != choice.count:
+        await query.answer(gw.reason(player, game, "wrong_team_size", quest="", size=choice.count,
+                                     picked=len(draft.picks)), show_alert=True)
         return
-    if memo.options is not None and memo.options.excalibur:
+    if choice.excalibur:  # the leader hands Excalibur with the team: the sword's buttons in the picker's place
         await query.answer()
-        others = [p for p in memo.picked if p != player]
-        board = gw.painter.resolve(memo.pick_message)  # the picker's id (it may be known by its outbox slot)
+        others = [p for p in draft.picks if p != player]
+        board = gw.channel.resolve(game.own.pick_message)  # the picker's id (it may be known by its outbox slot)
         if board is not None:
-            await gw.sender.edit(memo.chat_id, board,
-                                 gw.ui(memo, None, "sword", leader=gw.memory.names.get(player, player)),
-                                 keyboards.sword(memo.game_id, memo.phase_id, others, gw.memory.names))
-        memo.sword = "?"
+            await gw.sender.edit(game.own.chat_id, board,
+                                 gw.ui(game, None, "sword", leader=gw.memory.names.get(player, player)),
+                                 keyboards.sword(game.table.game_id, game.table.turn.phase_id, others, gw.memory.names))
         return
-    await gw.command(memo.game_id, player, {"type": "propose_team", "team": list(memo.picked), "excalibur": None},
-                     memo.phase_id)
+    await gw.command(game.table.game_id, player, {"type": "propose_team", "team": list(draft.picks),
+                                                  "excalibur": None}, game.table.turn.phase_id)
     await query.answer()  # only once the team is on its way: an answered confirm is never lost
 
 
 async def vote(query: CallbackQuery, callback_data: VoteCb, gw) -> None:
-    player, memo, problem = _check(gw, query, callback_data.game, callback_data.phase)
+    player, game, problem = _check(gw, query, callback_data.game, callback_data.phase)
     if problem:
         await query.answer(problem, show_alert=True)
         return
-    await gw.command(memo.game_id, player, {"type": "cast_vote", "approve": callback_data.approve}, memo.phase_id)
-    await query.answer(gw.ui(memo, player, "sent"))
+    await gw.command(game.table.game_id, player, {"type": "cast_vote", "approve": callback_data.approve},
+                     game.table.turn.phase_id)
+    await query.answer(gw.ui(game, player, "sent"))
 
 
 async def card(query: CallbackQuery, callback_data: CardCb, gw) -> None:
-    player, memo, problem = _check(gw, query, callback_data.game, callback_data.phase)
+    player, game, problem = _check(gw, query, callback_data.game, callback_data.phase)
     if problem is None and callback_data.card not in CARDS:
-        problem = gw.reason(player, memo, "malformed")
+        problem = gw.reason(player, game, "malformed")
     if problem:
         await query.answer(problem, show_alert=True)
         return
-    await gw.command(memo.game_id, player, {"type": "play_card", "card": callback_data.card}, memo.phase_id)
-    await query.answer(gw.ui(memo, player, "sent"))
+    await gw.command(game.table.game_id, player, {"type": "play_card", "card": callback_data.card},
+                     game.table.turn.phase_id)
+    await query.answer(gw.ui(game, player, "sent"))
     await _spent(gw, query)
 
 
 async def target(query: CallbackQuery, callback_data: TargetCb, gw) -> None:
-    player, memo, problem = _check(gw, query, callback_data.game, callback_data.phase)
+    player, game, problem = _check(gw, query, callback_data.game, callback_data.phase)
     if problem:
         await query.answer(problem, show_alert=True)
         return
+    phase_id = game.table.turn.phase_id
     if callback_data.kind == "x":  # the leader hands Excalibur with the proposal
-        others = [p for p in memo.picked if p != player]
-        if player != memo.leader or not 0 <= callback_data.index < len(others):
-            await query.answer(gw.reason(player, memo, "not_your_turn"), show_alert=True)
+        picks = game.table.draft.picks
+        others = [p for p in picks if p != player]
+        if _proposal(game, player) is None or not 0 <= callback_data.index < len(others):
+            await query.answer(gw.reason(player, game, "not_your_turn"), show_alert=True)
             return
-        await gw.command(memo.game_id, player, {"type": "propose_team", "team": list(memo.picked),
-                                                "excalibur": others[callback_data.index]}, memo.phase_id)
+        await gw.command(game.table.game_id, player, {"type": "propose_team", "team": list(picks),
+                                                      "excalibur": others[callback_data.index]}, phase_id)
         await query.answer()
         return
     kind = KIND_OF.get(callback_data.kind)
-    offer = gw.memory.offers.get((memo.game_id, player))
+    offer = game.table.offer(player)
     choice = next((c for c in offer.choices if c.kind.value == kind), None) if offer else None
-    if choice is None or offer.phase_id != memo.phase_id:
-        await query.answer(gw.reason(player, memo, "not_your_turn"), show_alert=True)
+    if choice is None:
+        await query.answer(gw.reason(player, game, "not_your_turn"), show_alert=True)
         return
     field = {"use_excalibur": "target", "use_lady": "target", "assassinate": "target", "accuse": "target",
              "hand_shot": "to"}[kind]
@@ -114,10 +121,10 @@ async def target(query: CallbackQuery, callback_data: TargetCb, gw) -> None:
     elif 0 <= callback_data.index < len(choice.targets):
         body = {"type": kind, field: choice.targets[callback_data.index]}
     else:
-        await query.answer(gw.reason(player, memo, "invalid_target"), show_alert=True)
+        await query.answer(gw.reason(player, game, "invalid_target"), show_alert=True)
         return
-    await gw.command(memo.game_id, player, body, memo.phase_id)
-    await query.answer(gw.ui(memo, player, "sent"))
+    await gw.command(game.table.game_id, player, body, phase_id)
+    await query.answer(gw.ui(game, player, "sent"))
     await _spent(gw, query)
 
 

@@ -6,6 +6,8 @@ from aiogram import F, Router
 from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import Message
 
+from shared.game import Phase
+
 PRIVATE = F.chat.type == "private"
 
 
@@ -15,37 +17,37 @@ async def start(message: Message, command: CommandObject, gw) -> None:
     await gw.answer(message, gw.ui(None, player, "welcome"))
     payload = command.args or ""
     if payload.startswith("join_"):
-        game = payload[len("join_"):]
-        memo = gw.memory.games.get(game)
-        if memo is not None and player not in memo.players and not memo.over:
-            await gw.command(game, player, {"type": "join"})
+        game_id = payload[len("join_"):]
+        game = gw.game(game_id)
+        if game is not None and not game.table.seated(player) and not game.table.over:
+            await gw.command(game_id, player, {"type": "join"})
 
 
 async def my_games(message: Message, gw) -> None:
     player = gw.remember_user(message.from_user)
-    games = gw.memory.games_of(player)
+    games = gw.games_of(player)
     if not games:
         await gw.answer(message, gw.ui(None, player, "no_games"))
         return
-    lines = [gw.ui(memo, player, "my_game", title=memo.title or str(memo.chat_id), phase=memo.phase)
-             for memo in games]
+    lines = [gw.ui(game, player, "my_game", title=game.own.title or str(game.own.chat_id),
+                   phase=game.table.turn.phase.value) for game in games]
     await gw.answer(message, "\n".join(lines))
 
 
 async def free_text(message: Message, gw) -> None:
     """During the assassination an evil player's words go to the council; the accused's are his last word."""
     player = gw.remember_user(message.from_user)
-    for (game, who), offer in list(gw.memory.offers.items()):
-        memo = gw.memory.games.get(game)
-        if who != player or memo is None or memo.over or offer.phase_id != memo.phase_id:
-            continue
-        kinds = {c.kind.value for c in offer.choices}
-        if "speak_last_word" in kinds:
-            await gw.command(game, player, {"type": "speak_last_word", "text": message.text}, offer.phase_id)
+    games = gw.games_of(player)
+    for game in games:
+        offer = game.table.offer(player)
+        if offer is not None and any(c.kind.value == "speak_last_word" for c in offer.choices):
+            await gw.command(game.table.game_id, player, {"type": "speak_last_word", "text": message.text},
+                             offer.phase_id)
             return
-    for memo in gw.memory.games_of(player):  # the evil council, relayed by the engine to its members
-        if memo.phase in ("assassination", "last_word") and player in memo.council:
-            await gw.command(memo.game_id, player, {"type": "confer", "text": message.text})
+    for game in games:  # the evil council, relayed by the engine to its members
+        turn = game.table.turn
+        if turn.phase in (Phase.ASSASSINATION, Phase.LAST_WORD) and player in turn.council:
+            await gw.command(game.table.game_id, player, {"type": "confer", "text": message.text})
             return
 
 
