@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import unicodedata
 
-LOCALES = ("en", "fa", "ru", "vi", "nl", "fr")
+from shared.languages import LOCALES
 
 WORDS: dict[str, dict[str, tuple[str, ...]]] = {
     "en": {
