@@ -40,8 +40,8 @@ from .filters import FILTERS, FSI, PDI
 
 __all__ = [
     "CHANNELS", "FSI", "LOCALES", "PDI", "ROOT", "RTL", "TEMPLATES", "Context", "Markup", "MissingTranslation",
-    "Narrator", "Recipient", "Rendered", "book_sources", "environment", "glossary", "html_to_text", "keyed_text", "pick_locale",
-    "reasons", "sentence", "ui_text", "ui_words",
+    "Narrator", "Recipient", "Rendered", "book_sources", "environment", "glossary", "html_to_text", "keyed_text",
+    "pick_locale", "reasons", "sentence", "ui_text", "ui_words",
 ]
 
 CHANNELS = ("telegram", "email")  # the channels of today; any other renders from the shared templates
