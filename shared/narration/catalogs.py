@@ -21,7 +21,7 @@ from typing import Any
 
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
-from jinja2 import pass_context
+from jinja2 import pass_eval_context
 from markupsafe import Markup, escape
 
 from shared.languages import SOURCE
@@ -78,24 +78,26 @@ def gettext_functions(locale: str) -> dict[str, Any]:
     """``gettext``, ``ngettext``, ``pgettext`` and ``npgettext`` for a template environment of ``locale``
     (Jinja's newstyle calling convention: the values come as keyword arguments)."""
     books = translations(locale)
+    # The evaluation context, not the template context: Jinja derives a new template context for every
+    # call that takes one inside a loop, which cost more than the sentence itself.
 
-    @pass_context
-    def gettext(ctx, message: str, **variables: Any) -> str:
-        return _fill(ctx.eval_ctx.autoescape, books.gettext(message), variables)
+    @pass_eval_context
+    def gettext(eval_ctx, message: str, **variables: Any) -> str:
+        return _fill(eval_ctx.autoescape, books.gettext(message), variables)
 
-    @pass_context
-    def pgettext(ctx, context: str, message: str, **variables: Any) -> str:
-        return _fill(ctx.eval_ctx.autoescape, books.pgettext(context, message), variables)
+    @pass_eval_context
+    def pgettext(eval_ctx, context: str, message: str, **variables: Any) -> str:
+        return _fill(eval_ctx.autoescape, books.pgettext(context, message), variables)
 
-    @pass_context
-    def ngettext(ctx, singular: str, plural: str, n: int, **variables: Any) -> str:
+    @pass_eval_context
+    def ngettext(eval_ctx, singular: str, plural: str, n: int, **variables: Any) -> str:
         variables.setdefault("num", n)
-        return _fill(ctx.eval_ctx.autoescape, books.ngettext(singular, plural, n), variables)
+        return _fill(eval_ctx.autoescape, books.ngettext(singular, plural, n), variables)
 
-    @pass_context
-    def npgettext(ctx, context: str, singular: str, plural: str, n: int, **variables: Any) -> str:
+    @pass_eval_context
+    def npgettext(eval_ctx, context: str, singular: str, plural: str, n: int, **variables: Any) -> str:
         variables.setdefault("num", n)
-        return _fill(ctx.eval_ctx.autoescape, books.npgettext(context, singular, plural, n), variables)
+        return _fill(eval_ctx.autoescape, books.npgettext(context, singular, plural, n), variables)
 
     # "_" is gettext itself, not Jinja's alias that looks gettext up on every call
     return dict(gettext=gettext, _=gettext, pgettext=pgettext, ngettext=ngettext, npgettext=npgettext)

@@ -95,7 +95,7 @@ def reason(ctx, event) -> Markup:
 def either(ctx, choices) -> Markup:
     """``A or B or C``: the choices joined by the catalog's "or"."""
     def pgettext(context: str, message: str, **values) -> Markup:
-        return ctx.call(ctx.resolve("pgettext"), context, message, **values)
+        return ctx.resolve("pgettext")(ctx.eval_ctx, context, message, **values)
     return reduce(lambda one, other: pgettext("choices", "%(one)s or %(other)s", one=one, other=other),
                   list(choices))
 
