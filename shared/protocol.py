@@ -33,6 +33,7 @@ from shared.game import events as core_events
 from shared.game.errors import Reason
 from shared.game.events import AudienceKind
 from shared.game.model import Card, CommandKind, Phase
+from shared.languages import LOCALES
 
 PROTOCOL_VERSION = 1
 Channel = Literal["telegram", "email", "scheduler", "cli", "test"]
@@ -95,7 +96,7 @@ class UpdateProfile(Body):
 
     type: Literal["update_profile"] = "update_profile"
     display_name: str | None = Field(default=None, max_length=64)
-    language: str | None = Field(default=None, pattern=r"^(en|fa|ru|vi|nl|fr)$")
+    language: str | None = Field(default=None, pattern=rf"^({'|'.join(LOCALES)})$")
     telegram_chat_id: int | None = None
     email: str | None = Field(default=None, max_length=254)
     time_zone: str | None = Field(default=None, max_length=64)

@@ -1,31 +1,18 @@
-"""What the narrator says by mail in its own words (``locales/<locale>/email_ui.toml``)."""
+"""What the narrator says by mail in its own words (the ``email_ui`` sentences of each language's catalog)."""
 
 from __future__ import annotations
 
-import tomllib
-from functools import lru_cache
 from typing import Any
 
-from shared.narration.render import ROOT, html_to_text, pick_locale, sentence
-
-
-@lru_cache(maxsize=None)
-def _words(locale: str) -> dict[str, str]:
-    return tomllib.loads((ROOT / locale / "email_ui.toml").read_text(encoding="utf-8"))
-
-
-@lru_cache(maxsize=None)
-def _template(locale: str, key: str):
-    return sentence(locale, _words(locale)[key])
+from shared.narration.render import html_to_text, keyed_text, pick_locale
 
 
 def email_words(locale: str, key: str, **params: Any) -> str:
     """One of the email gateway's sentences in ``locale`` (plain text); ``_text`` is ``params['text']``."""
     if key == "_text":
         return str(params.get("text", ""))
-    template = _template(pick_locale((locale,)), key)
     params.setdefault("names", "")
-    rendered = template.render(tz=None, tz_known=False, **params)
+    rendered = keyed_text(pick_locale((locale,)), "email_ui", key, tz=None, tz_known=False, **params)
     return html_to_text(rendered)  # autoescaped: back to plain text (a name with < or & stays whole)
 
 

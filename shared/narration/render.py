@@ -1,19 +1,18 @@
-"""Rendering events into sentences: one Jinja2 template per event kind, channel and locale.
+"""Rendering events into sentences: one Jinja2 template per event, the words from each language's catalog.
 
-``locales/<locale>/`` holds, per language:
+- ``templates/events/<event>.html``: the event's narration, written once for every language; its
+  sentences are ``_("...")`` calls whose English text is the msgid of the catalogs;
+- ``templates/<channel>/``: a channel's own files, only where it really differs (email: the page
+  around a message, its subject, and the invitation as the invited person reads it); a channel
+  without its own file for an event (Telegram, or a new one) renders the shared template;
+- ``templates/board.html``, ``help.html``, ``rules.html``, ``_options.html``: the other texts;
+- ``templates/reasons.html``, ``telegram_ui.html``, ``email_ui.html``: keyed sentences (books.py);
+- ``locales/<locale>/LC_MESSAGES/messages.po``: the language's words (catalogs.py);
+- ``locales/<locale>/glossary.toml``: the game's terms in that language's rule text (roles, teams,
+  quest, leader, Lady of the Lake...), with plural forms; the templates take their terms from here.
 
-- ``glossary.toml``: the game's terms in that language's rule text (roles,
-  teams, quest, leader, Lady of the Lake...), with plural forms; every
-  template takes its terms from here, so a term changes in one place;
-- ``reasons.toml``: a sentence per rejection reason of the rules engine;
-- ``telegram/<event>.html``: Telegram HTML (``<b>``, ``<i>``, ``<code>``);
-- ``email/<event>.html``: the same HTML subset; the email's plain text is
-  derived from it and its HTML part is wrapped in a page (``dir="rtl"`` for
-  Persian).
-
-Fallback chain: the player's language, then the group's, then English. A
-template missing in a locale is an error the completeness test catches, not a
-silent English sentence.
+Fallback chain: the player's language, then the group's, then English. How translators work and how
+a language is added: README.md beside this file.
 """
 
 from __future__ import annotations
@@ -22,24 +21,33 @@ import html
 import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from babel import Locale
-from babel.dates import format_datetime, format_timedelta
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template, TemplateNotFound, pass_context
-from markupsafe import Markup, escape
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
+from markupsafe import Markup
 
+from shared.languages import LOCALES
 from shared.protocol import EventEnvelope
 
-LOCALES = ("en", "fa", "ru", "vi", "nl", "fr")
-CHANNELS = ("telegram", "email")
-RTL = frozenset({"fa"})
-ROOT = Path(__file__).parent / "locales"
-FSI, PDI = "\u2068", "\u2069"  # first-strong isolate: a Latin name stays whole inside Persian text
+from .books import MissingTranslation, keys, render_key, say
+from .catalogs import LOCALES_DIR, gettext_functions
+from .filters import FILTERS, FSI, PDI
+
+__all__ = [
+    "CHANNELS", "FSI", "LOCALES", "PDI", "ROOT", "RTL", "TEMPLATES", "Context", "Markup", "MissingTranslation",
+    "Narrator", "Recipient", "Rendered", "book_sources", "environment", "glossary", "html_to_text", "keyed_text",
+    "pick_locale", "reasons", "sentence", "ui_text", "ui_words",
+]
+
+CHANNELS = ("telegram", "email")  # the channels of today; any other renders from the shared templates
+RTL = frozenset(loc for loc in LOCALES if Locale.parse(loc).character_order == "right-to-left")
+ROOT = LOCALES_DIR  # each language's catalog and glossary
+TEMPLATES = Path(__file__).parent / "templates"
 
 
 @dataclass(frozen=True)
@@ -69,10 +77,6 @@ class Context:
     game: dict[str, Any] = field(default_factory=dict)
 
 
-class MissingTranslation(LookupError):
-    pass
-
-
 def pick_locale(languages: tuple[str, ...] | list[str]) -> str:
     for lang in languages:
         if lang in LOCALES:
@@ -86,126 +90,59 @@ def glossary(locale: str) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=None)
-def reasons(locale: str) -> dict[str, str]:
-    return tomllib.loads((ROOT / locale / "reasons.toml").read_text(encoding="utf-8"))
-
-
-@lru_cache(maxsize=None)
-def ui_words(locale: str) -> dict[str, str]:
-    """The Telegram gateway's own words (buttons, notices) in ``locale``."""
-    return tomllib.loads((ROOT / locale / "telegram_ui.toml").read_text(encoding="utf-8"))
-
-
-def ui_text(locale: str, key: str, **params: Any) -> str:
-    """One of the gateway's sentences, rendered (names escaped, isolated in RTL)."""
-    params.setdefault("names", {})
-    return sentence(locale, ui_words(locale)[key]).render(tz=timezone.utc, tz_known=False, **params)
-
-
-@lru_cache(maxsize=8192)
-def sentence(locale: str, source: str) -> Template:
-    """A sentence of the word files as a template of ``locale``'s environment, compiled once (compiling
-    took more of the Telegram gateway's time under load than rendering)."""
-    return environment(locale).from_string(source)
-
-
-@lru_cache(maxsize=None)
 def environment(locale: str) -> Environment:
     env = Environment(
-        loader=FileSystemLoader(str(ROOT / locale)),
+        loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        extensions=["jinja2.ext.i18n"],
+        auto_reload=False,  # the templates do not change while the program runs: no stat per render
     )
-    env.globals.update(g=glossary(locale), locale=locale, rtl=locale in RTL)
-    env.filters.update(
-        name=_name, names=_names, role=_term("roles"), team=_term("teams"), phase=_term("phases"),
-        cause=_term("causes"), rule=_term("missed_rules"), card=_term("cards"), knowledge=_term("knowledge"),
-        plural=_plural, when=_when, left=_left, reason=_reason, cap=_cap, text=_free_text,
-    )
+    env.newstyle_gettext = True  # type: ignore[attr-defined]  # values are escaped, as everywhere else
+    env.globals.update(gettext_functions(locale))
+    env.globals.update(g=glossary(locale), locale=locale, rtl=locale in RTL, say=say)
+    env.filters.update(FILTERS)
     return env
 
 
-# -- filters -------------------------------------------------------------------
-
-@pass_context
-def _name(ctx, player: str | None) -> Markup:
-    if player is None:
-        return Markup("")
-    shown = ctx["names"].get(player) or player.split(":", 1)[-1]
-    text = escape(shown)
-    if ctx["rtl"]:
-        return Markup(f"{FSI}{text}{PDI}")
-    return text
+@lru_cache(maxsize=8192)
+def sentence(locale: str, source: str) -> Template:
+    """A template source compiled once in ``locale``'s environment (compiling took more of the Telegram
+    gateway's time under load than rendering)."""
+    return environment(locale).from_string(source)
 
 
-@pass_context
-def _free_text(ctx, text: str | None) -> Markup:
-    """What a player typed: escaped, and isolated inside right-to-left text."""
-    if text is None:
-        return Markup("")
-    escaped = escape(text)
-    return Markup(f"{FSI}{escaped}{PDI}") if ctx["rtl"] else escaped
+def keyed_text(locale: str, book: str, key: str, **params: Any) -> Markup:
+    """One keyed sentence (``book``: ``reasons``, ``telegram_ui`` or ``email_ui``) in ``locale``, rendered
+    with ``params`` (escaped HTML)."""
+    return render_key(environment(locale), book, key, params)
 
 
-@pass_context
-def _names(ctx, players) -> Markup:
-    sep = ctx["g"]["list_separator"]
-    return Markup(escape(sep).join(_name(ctx, p) for p in players))
+@lru_cache(maxsize=None)
+def book_sources(locale: str, book: str) -> dict[str, str]:
+    """Every sentence of a book as a template source for ``sentence()``, by key (what the word files
+    held before the catalogs: callers that compile a sentence themselves keep working)."""
+    return {key: f'{{{{ say("{book}", "{key}") }}}}' for key in keys(environment(locale), book)}
 
 
-def _term(section: str):
-    @pass_context
-    def lookup(ctx, value) -> str:
-        key = getattr(value, "value", value)
-        if isinstance(key, bool):
-            key = str(key).lower()
-        try:
-            return ctx["g"][section][key]
-        except KeyError as error:
-            raise MissingTranslation(f"{ctx['locale']}: glossary [{section}] has no {key!r}") from error
-    return lookup
+def reasons(locale: str) -> dict[str, str]:
+    """A sentence per rejection reason, as a template source for ``sentence()`` (rendered with ``p``,
+    the reason's parameters)."""
+    return book_sources(locale, "reasons")
 
 
-def _cap(text: str) -> str:
-    """Upper-case the first letter only (Jinja's ``capitalize`` lowers the rest)."""
-    text = str(text)
-    return text[:1].upper() + text[1:]
+def ui_words(locale: str) -> dict[str, str]:
+    """The Telegram gateway's own words (buttons, notices) in ``locale``, as template sources."""
+    return book_sources(locale, "telegram_ui")
 
 
-@pass_context
-def _plural(ctx, forms: dict[str, str], n: int) -> str:
-    """``{{ g.fail_cards|plural(n) }}``: the form of the word for ``n`` by the locale's CLDR rules."""
-    form = Locale.parse(ctx["locale"]).plural_form(n)
-    return forms.get(form) or forms["other"]
-
-
-@pass_context
-def _when(ctx, moment: datetime | None) -> str:
-    if moment is None:
-        return ""
-    zone = ctx["tz"]
-    return format_datetime(moment, "short", tzinfo=zone, locale=ctx["locale"]) + (
-        "" if ctx["tz_known"] else " UTC")
-
-
-@pass_context
-def _left(ctx, seconds: int | float | timedelta | None) -> str:
-    if seconds is None:
-        return ""
-    delta = seconds if isinstance(seconds, timedelta) else timedelta(seconds=max(0, int(seconds)))
-    return format_timedelta(delta, threshold=1.5, locale=ctx["locale"])
-
-
-@pass_context
-def _reason(ctx, event) -> Markup:
-    sentences = reasons(ctx["locale"])
-    key = getattr(event.reason, "value", event.reason)
-    if key not in sentences:
-        raise MissingTranslation(f"{ctx['locale']}: reasons.toml has no {key!r}")
-    return Markup(sentence(ctx["locale"], sentences[key]).render(**ctx.get_all(), p=event.params))
+def ui_text(locale: str, key: str, **params: Any) -> str:
+    """One of the Telegram gateway's sentences, rendered (names escaped, isolated in RTL)."""
+    params.setdefault("names", {})
+    return str(keyed_text(locale, "telegram_ui", key, tz=timezone.utc, tz_known=False, **params))
 
 
 # -- rendering -------------------------------------------------------------------
@@ -227,26 +164,27 @@ class Narrator:
 
     def render_in(self, locale: str, envelope: EventEnvelope, recipient: Recipient, channel: str,
                   context: Context) -> Rendered:
-        if channel not in CHANNELS:
+        """The event for one reader: the channel's own template for it if there is one, else the shared
+        one; a channel with a page and subject of its own (email) gets them too."""
+        if not channel.isidentifier():
             raise ValueError(f"unknown channel {channel}")
         env = environment(locale)
         kind = envelope.event.type
         try:
-            template = env.get_template(f"{channel}/{kind}.html")
+            template = env.get_template(_event_template(channel, kind))
         except TemplateNotFound as error:
-            raise MissingTranslation(f"{locale}: no {channel} template for {kind}") from error
+            raise MissingTranslation(f"{locale}: no template for {kind}") from error
         zone, known = _zone(recipient.time_zone)
         variables = dict(e=envelope.event, envelope=envelope, me=recipient.player, names=context.names,
                          game=context.game, tz=zone, tz_known=known)
         fragment = template.render(**variables).strip()
-        subject = None
-        if channel == "email":
-            subject = html_to_text(env.get_template("email/_subject.html").render(**variables)).strip()
-        rtl = locale in RTL
-        page = None
-        if channel == "email":
-            page = env.get_template("email/_page.html").render(body=Markup(fragment), subject=subject, **variables)
-        return Rendered(locale, fragment, html_to_text(fragment), subject, rtl, page)
+        subject = page = None
+        if _own(channel, "_subject.html"):
+            subject = html_to_text(env.get_template(f"{channel}/_subject.html").render(**variables)).strip()
+        if _own(channel, "_page.html"):
+            page = env.get_template(f"{channel}/_page.html").render(body=Markup(fragment), subject=subject,
+                                                                    **variables)
+        return Rendered(locale, fragment, html_to_text(fragment), subject, locale in RTL, page)
 
     def render_template(self, locale: str, name: str, recipient: Recipient | None = None,
                         context: Context | None = None, **variables) -> Rendered:
@@ -259,6 +197,17 @@ class Narrator:
         return Rendered(locale, fragment, html_to_text(fragment), None, locale in RTL)
 
 
+@lru_cache(maxsize=None)
+def _own(channel: str, name: str) -> bool:
+    return (TEMPLATES / channel / name).is_file()
+
+
+@lru_cache(maxsize=None)
+def _event_template(channel: str, kind: str) -> str:
+    """The channel's own template for an event if it has one, else the shared one."""
+    return f"{channel}/{kind}.html" if _own(channel, f"{kind}.html") else f"events/{kind}.html"
+
+
 def _zone(name: str | None) -> tuple[timezone | ZoneInfo, bool]:
     if name:
         try:
@@ -266,3 +215,4 @@ def _zone(name: str | None) -> tuple[timezone | ZoneInfo, bool]:
         except (ZoneInfoNotFoundError, ValueError):
             pass
     return timezone.utc, False
+

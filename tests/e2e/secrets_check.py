@@ -70,10 +70,9 @@ class Renderer:
             return channels
         key = (locale, kind)
         if key not in self.same:
-            from shared.narration.render import ROOT
+            from shared.narration.render import TEMPLATES
 
-            source = (ROOT / locale / "email" / f"{kind}.html").read_text(encoding="utf-8").strip()
-            self.same[key] = source == f'{{% include "telegram/{kind}.html" %}}'
+            self.same[key] = not (TEMPLATES / "email" / f"{kind}.html").exists()  # email reads the shared one
         return ("telegram",) if self.same[key] else channels
 
     def lines(self, envelope, reader: str | None, names: dict, game: str, locales=LOCALES,

@@ -30,8 +30,8 @@ envelope = EventEnvelope.model_validate({"message_id": "g:1", "game_id": "g", "s
 texts = {l: Narrator().render(envelope, Recipient(None, (l,)), "telegram", Context({"test:1": "Ann"})).text
          for l in LOCALES}
 root = pathlib.Path(r.ROOT)
-print(json.dumps({"root": str(root), "texts": texts, "templates": len(list(root.rglob("*.html"))),
-                  "glossaries": len(list(root.rglob("glossary.toml")))}))
+print(json.dumps({"root": str(root), "texts": texts, "templates": len(list(pathlib.Path(r.TEMPLATES).rglob("*.html"))),
+                  "glossaries": len(list(root.rglob("glossary.toml"))), "catalogs": len(list(root.rglob("*.po")))}))
 """
 
 
@@ -59,15 +59,16 @@ def run(installed, *args: str, **kw) -> subprocess.CompletedProcess:
                           **kw)
 
 
-def test_the_installed_package_carries_every_template_and_glossary_and_renders_in_six_languages(installed):
+def test_the_installed_package_carries_every_template_catalog_and_glossary_and_renders_in_six_languages(installed):
     import json
 
     out = run(installed, "-c", RENDER)
     assert out.returncode == 0, out.stderr[-3000:]
     found = json.loads(out.stdout)
     assert "site-packages" in found["root"] and not found["root"].startswith(str(ROOT)), found["root"]
-    ours = ROOT / "shared" / "narration" / "locales"
+    ours = ROOT / "shared" / "narration" / "templates"
     assert found["templates"] == len(list(ours.rglob("*.html"))) and found["glossaries"] == 6, found
+    assert found["catalogs"] == 5, found
     for locale, text in found["texts"].items():
         assert "Ann" in text, (locale, text)
     assert len(set(found["texts"].values())) == 6, "each language says it in its own words"

@@ -1,9 +1,7 @@
 """The email gateway's words: typed commands read in six languages, our links read back, and what the
-narrator says by mail (``email_ui.toml``) in every locale."""
+narrator says by mail (the ``email_ui`` sentences of the catalogs) in every locale."""
 
 from __future__ import annotations
-
-import tomllib
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +9,7 @@ from hypothesis import strategies as st
 
 from services.email_gateway import lexicon
 from services.email_gateway.wording import KINDS, Intent, Problem, command_words, link_body, parse
-from shared.narration.render import FSI, LOCALES, PDI, ROOT, environment
+from shared.narration.render import FSI, LOCALES, PDI, book_sources, environment
 
 PLAYERS = {"m:ann": "Ann", "m:bob": "Bob Marley", "m:cleo": "Cléo", "m:duc": "Đức Hương", "m:anya": "Аня",
            "m:ali": "علی", "m:jo": "Jo-Anne O'Neil"}
@@ -20,7 +18,7 @@ TARGETED = ("team", "pick", "lady", "excalibur", "shoot", "accuse", "hand")
 
 
 def words(locale: str) -> dict[str, str]:
-    return tomllib.loads((ROOT / locale / "email_ui.toml").read_text(encoding="utf-8"))
+    return book_sources(locale, "email_ui")
 
 
 VARIABLES = dict(example="approve #12", name="Ann", names="Ann, Bob", count=2, size=3, what="your vote",
