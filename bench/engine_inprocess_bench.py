@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from services.app import channel_map  # noqa: E402
 from services.engine.service import EngineService  # noqa: E402
 from services.engine.simulate import random_command  # noqa: E402
 from services.engine.store import Store  # noqa: E402
@@ -29,7 +30,7 @@ async def main(games: int) -> None:
     logging.disable(logging.WARNING)  # no subscriber: the outbox warns for every event
     url, name = await create_pg_database()
     store = Store(url)
-    engine = EngineService(store, InProcessBus())
+    engine = EngineService(store, InProcessBus(), channels=channel_map())
     await engine.start(consume=False)
 
     async def play(g: int) -> int:

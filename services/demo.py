@@ -122,6 +122,7 @@ def run(args) -> int:
 
 async def play(players: int, options: Options, lang: str, seed: int) -> Demo:
     """Play one game through the engine service; returns what everyone received."""
+    from services.app import channel_map
     from services.engine import service
     from services.engine.deadlines import DeadlineScheduler
     from services.engine.store import Store
@@ -136,7 +137,7 @@ async def play(players: int, options: Options, lang: str, seed: int) -> Demo:
         bus = InProcessBus()
         scheduler = DeadlineScheduler(bus)
         table = Table(bus, scheduler, players, lang, rng)
-        engine = service.EngineService(store, bus, scheduler, clock=table.clock)
+        engine = service.EngineService(store, bus, scheduler, channels=channel_map(), clock=table.clock)
         try:
             await bus.start()
             await bus.subscribe_events("demo", "telegram.#", table.on_event)

@@ -3,12 +3,10 @@ choices."""
 
 from __future__ import annotations
 
+from shared.channels import ChannelMap
 from shared.protocol import Choice, ChoicesOffered, Person
 from services.engine.rules import AudienceKind, CommandKind, legal_commands
 from shared.game import events as core_events
-
-CHANNEL_PREFIXES = {"tg": "telegram", "mail": "email", "test": "test"}
-
 
 def choices_for(state, player: str) -> ChoicesOffered:
     legal = [c for c in legal_commands(state, player) if c.kind is not CommandKind.CANCEL_GAME]
@@ -49,12 +47,7 @@ def person_of(row) -> Person:
     return Person(display_name=row.display_name, language=row.language, time_zone=row.time_zone)
 
 
-def channels_of(player: str) -> set[str]:
-    """The channel a player id was minted by: ``tg:123`` is Telegram, ``mail:a@b`` email."""
-    prefix = player.split(":", 1)[0]
-    channel = CHANNEL_PREFIXES.get(prefix)
+def channels_of(channels: ChannelMap, player: str) -> set[str]:
+    """The channel a player id was minted by (``tg:123`` is Telegram's, in production), as a set."""
+    channel = channels.channel_of(player)
     return {channel} if channel else set()
-
-
-#: Channels a gateway may subscribe to (the test channel for test subscribers).
-ROUTED = {"telegram", "email", "test", "cli"}

@@ -33,6 +33,7 @@ from datetime import timedelta
 from pydantic import ValidationError
 
 from shared import ops
+from shared.channels import ChannelMap
 from shared.db import database_down
 from shared.bus import Bus, PoisonMessage, Unroutable
 from shared.bus.base import COMMAND_SENDER
@@ -60,7 +61,6 @@ from shared.game.commands import SCHEDULER
 from shared.game.errors import Rejection
 
 from .deadlines import DeadlineScheduler
-from .routing import ROUTED as _ROUTED
 from .routing import SEATING_COMMANDS, SEATING_EVENTS, channels_of, choices_for, person_of, readers_of
 from .side_commands import SideCommands
 from .conflicts import Conflict, Duplicate
@@ -88,9 +88,10 @@ class DatabaseDown(Exception):
 
 
 class EngineService(SideCommands):
-    def __init__(self, store: Store, bus: Bus, scheduler: DeadlineScheduler | None = None, *,
+    def __init__(self, store: Store, bus: Bus, scheduler: DeadlineScheduler | None = None, *, channels: ChannelMap,
                  cache_size: int = 20_000, prefetch: int = 1024, max_batch: int = 512, clock=utcnow) -> None:
         self.store = store
+        self.channels = channels  # the composition root's: player ids' schemes, routed channels, gateways
         self.clock = clock  # now, in UTC: deadlines are set and checked by it (a demo may run it fast)
         self.bus = bus
         self.scheduler = scheduler
@@ -166,7 +167,7 @@ class EngineService(SideCommands):
                         envelope.message_id.replace("\x00", "\\0"))
             _DEAD_COMMANDS.inc()
             raise PoisonMessage("a NUL character in the command")
-        forged = _not_from(envelope, COMMAND_SENDER.get(), getattr(self.bus, "prefix", None))
+        forged = _not_from(self.channels, envelope, COMMAND_SENDER.get(), getattr(self.bus, "prefix", None))
         if forged:
             log.warning("command %s dead-lettered: %s", envelope.message_id, forged)
             _DEAD_COMMANDS.inc()
@@ -500,11 +501,11 @@ class EngineService(SideCommands):
         envelope = EventEnvelope(
             message_id=f"rejected:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
             audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
-        channels = channels_of(env.actor) | {env.channel}
+        channels = channels_of(self.channels, env.actor) | {env.channel}
         if env.actor.startswith("@"):  # the scheduler's own stale messages need no reply
             channels = set()
         await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="rejected",
-                                events=[(envelope, tuple(sorted(c for c in channels if c in _ROUTED)))])
+                                events=[(envelope, tuple(sorted(c for c in channels if c in self.channels.routed)))])
 
     # -- loading, routing, publishing --------------------------------------------------
 
@@ -547,8 +548,8 @@ class EngineService(SideCommands):
         if channels is None:
             found = {key[0]} if key[0] else set()
             for person in key[1]:
-                found |= channels_of(person) | self._extra_channels.get(person, set())
-            channels = tuple(sorted(found & _ROUTED))
+                found |= channels_of(self.channels, person) | self._extra_channels.get(person, set())
+            channels = tuple(sorted(found & self.channels.routed))
             if len(self._routes) > 100_000:
                 self._routes.clear()
             self._routes[key] = channels
@@ -630,25 +631,22 @@ TIMER_EARLY = timedelta(seconds=2)
 REMINDER_SLACK = timedelta(seconds=30)
 
 
-_GATEWAY_CHANNELS = frozenset({"telegram", "email"})
-
-
-def _not_from(env: CommandEnvelope, sender: str | None, prefix: str | None) -> str | None:
+def _not_from(channels: ChannelMap, env: CommandEnvelope, sender: str | None, prefix: str | None) -> str | None:
     """Why this command may not be believed as sent; None when it may: a gateway's channel speaks only
     for that channel's players, and a gateway's broker user only for its own channel."""
-    return _foreign_player(env) or _not_sent_by(env, sender, prefix)
+    return _foreign_player(channels, env) or _not_sent_by(channels, env, sender, prefix)
 
 
-def _foreign_player(env: CommandEnvelope) -> str | None:
+def _foreign_player(channels: ChannelMap, env: CommandEnvelope) -> str | None:
     """Whoever sent it, a gateway's channel speaks only for that channel's players: no gateway sends a
     command for a player of another channel (``tg:1`` on the email channel)."""
-    claimed = channels_of(env.actor) & _GATEWAY_CHANNELS
-    if env.channel in _GATEWAY_CHANNELS and claimed and claimed != {env.channel}:
+    claimed = channels_of(channels, env.actor) & channels.gateways
+    if env.channel in channels.gateways and claimed and claimed != {env.channel}:
         return f"actor {env.actor[:60]!r} is no {env.channel} player, claimed on the {env.channel} channel"
     return None
 
 
-def _not_sent_by(env: CommandEnvelope, sender: str | None, prefix: str | None) -> str | None:
+def _not_sent_by(channels: ChannelMap, env: CommandEnvelope, sender: str | None, prefix: str | None) -> str | None:
     """Why ``sender`` (the broker user that published the command, as RabbitMQ verified it) may not
     have sent it. A gateway's own user (``<prefix>-telegram``, see services/broker_users.py) speaks
     only for its own channel and its own channel's players: the Telegram gateway cannot act as a mail
@@ -661,7 +659,7 @@ def _not_sent_by(env: CommandEnvelope, sender: str | None, prefix: str | None) -
         return None
     if env.channel != role:
         return f"channel {env.channel!r} claimed by the {role} gateway's broker user {sender!r}"
-    if channels_of(env.actor) != {role}:
+    if channels_of(channels, env.actor) != {role}:
         return f"actor {env.actor[:60]!r} is no {role} player, claimed by broker user {sender!r}"
     return None
 

@@ -18,7 +18,6 @@ from services.engine.rules import Audience, Phase, Reason, pending_players, view
 from shared.game import events as core_events
 from shared.game.errors import reject
 
-from .routing import ROUTED as _ROUTED
 from .routing import channels_of, person_of
 from .store import LoadedGame
 
@@ -31,8 +30,8 @@ def invitable(player: str) -> bool:
 
 
 class SideCommands:
-    """Mixed into EngineService: uses its _commit, _channels, _remember, _reply_rejected, _persons, _people
-    and store."""
+    """Mixed into EngineService: uses its _commit, _channels, _remember, _reply_rejected, _persons, _people,
+    channels and store."""
 
     async def _show_board(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
         if loaded is None:
@@ -48,7 +47,7 @@ class SideCommands:
         envelope = EventEnvelope(
             message_id=f"board:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
             audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
-        channels = tuple(sorted((channels_of(env.actor) | {env.channel}) & _ROUTED))
+        channels = tuple(sorted((channels_of(self.channels, env.actor) | {env.channel}) & self.channels.routed))
         await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
                            events=[(envelope, channels)])
 
@@ -90,7 +89,7 @@ class SideCommands:
             message_id=f"profile:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
             audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id,
             people={env.actor: person}, event=body)
-        channels = tuple(sorted((channels_of(env.actor) | extra) & _ROUTED))
+        channels = tuple(sorted((channels_of(self.channels, env.actor) | extra) & self.channels.routed))
         await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
                                 events=[(envelope, channels)])
 
@@ -110,7 +109,8 @@ class SideCommands:
             message_id=f"invite:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
             audience=audience_model(Audience.to(*readers)), caused_by=env.message_id, readers=readers,
             people=await self._people(readers), event=PlayerInvited(by=env.actor, player=invitee))
-        channels = tuple(sorted((channels_of(env.actor) | channels_of(invitee) | {env.channel}) & _ROUTED))
+        channels = tuple(sorted((channels_of(self.channels, env.actor) | channels_of(self.channels, invitee)
+                                 | {env.channel}) & self.channels.routed))
         await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
                            events=[(envelope, channels)])
 

@@ -16,6 +16,7 @@ from shared.protocol import EVENT_MODELS, CommandEnvelope, EventEnvelope, to_cor
 from services.engine.deadlines import DeadlineScheduler
 from services.engine import service as service_module
 from services.engine.rules import Phase, replay_events
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from services.engine.tables import GameRow
@@ -35,7 +36,7 @@ class Harness:
         self.url = url
         self.bus = bus or InProcessBus()
         self.store = Store(url)
-        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus))
+        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus), channels=channel_map())
         self.seen: list = []
 
     async def start(self, subscribe: bool = True) -> "Harness":
