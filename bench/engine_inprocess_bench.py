@@ -39,7 +39,7 @@ async def main(games: int) -> None:
             await engine.handle_raw(envelope.model_dump_json().encode())
             count += 1
         rng = random.Random(g)
-        while not (state := engine._cache[f"g{g}"].state).over:
+        while not (state := engine.games.peek(f"g{g}").state).over:
             envelope = from_core_command(random_command(state, rng), f"g{g}")
             await engine.handle_raw(envelope.model_dump_json().encode())
             count += 1

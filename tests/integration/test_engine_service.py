@@ -14,7 +14,7 @@ from sqlalchemy import update
 from shared.bus import InProcessBus
 from shared.protocol import EVENT_MODELS, CommandEnvelope, EventEnvelope, to_core_event
 from services.engine.deadlines import DeadlineScheduler
-from services.engine import service as service_module
+from services.engine import moves as moves_module
 from services.engine.rules import Phase, replay_events
 from services.app import channel_map
 from services.engine.service import EngineService
@@ -315,7 +315,7 @@ def _proposal(game_id: str, state) -> CommandEnvelope:
 
 
 async def test_lobbies_of_three_games_handled_at_once_end_as_when_handled_one_at_a_time(harness, monkeypatch):
-    monkeypatch.setattr(service_module, "secrets", SimpleNamespace(randbits=lambda bits: 20260101))  # same deal
+    monkeypatch.setattr(moves_module, "secrets", SimpleNamespace(randbits=lambda bits: 20260101))  # same deal
     sizes = (5, 6, 7)
     alone = [f"alone{n}" for n in sizes]
     together = [f"together{n}" for n in sizes]
