@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from shared.channels import CHANNEL_NAME
 from shared.game import commands as core_commands
 from shared.game import events as core_events
 from shared.game.errors import Reason
@@ -35,7 +36,10 @@ from shared.game.events import AudienceKind
 from shared.game.model import Card, CommandKind, Phase
 
 PROTOCOL_VERSION = 1
-Channel = Literal["telegram", "email", "scheduler", "cli", "test"]
+#: A channel's name (``telegram``, ``email``, ``scheduler``): short and lower-case. Which channels
+#: there are is the composition root's to say (shared/channels.py); the engine refuses a command on a
+#: channel it does not know.
+ChannelName = Annotated[str, Field(pattern=CHANNEL_NAME)]
 
 
 def snake(name: str) -> str:
@@ -138,7 +142,7 @@ class CommandEnvelope(BaseModel):
     message_id: str = Field(default_factory=lambda: str(uuid.uuid4()), min_length=1, max_length=200)
     game_id: str = Field(min_length=1, max_length=200)
     actor: str = Field(min_length=1, max_length=200)
-    channel: Channel = "test"
+    channel: ChannelName = "test"
     sent_at: datetime = Field(default_factory=utcnow)
     phase_id: int | None = None
     command: CommandBody

@@ -1,8 +1,9 @@
 """Sender trust: which commands the engine believes, and from whom.
 
 A delivered body becomes a command only if it is one (the protocol's schema), holds no NUL
-character (no database column takes it) and its sender may have sent it: a gateway's channel speaks
-only for that channel's players, and a gateway's broker user only for its own channel. What fails is
+character (no database column takes it), came on a channel the engine knows (the composition root's,
+or the scheduler's) and its sender may have sent it: a gateway's channel speaks only for that
+channel's players, and a gateway's broker user only for its own channel. What fails is
 dead-lettered (``PoisonMessage``). A deadline or a reminder is believed only from the scheduler, and
 only when the engine's own clock agrees (``scheduler_may``); otherwise it changes nothing.
 """
@@ -59,12 +60,20 @@ class SenderTrust:
                         envelope.message_id.replace("\x00", "\\0"))
             _DEAD_COMMANDS.inc()
             raise PoisonMessage("a NUL character in the command")
+        if not self._knows(envelope.channel):
+            log.warning("command %s dead-lettered: channel %r is none the engine knows", envelope.message_id,
+                        envelope.channel)
+            _DEAD_COMMANDS.inc()
+            raise PoisonMessage(f"unknown channel {envelope.channel!r}")
         forged = self._foreign_player(envelope) or self._not_sent_by(envelope, sender)
         if forged:
             log.warning("command %s dead-lettered: %s", envelope.message_id, forged)
             _DEAD_COMMANDS.inc()
             raise PoisonMessage(forged)
         return envelope
+
+    def _knows(self, channel: str) -> bool:
+        return channel == SCHEDULER_CHANNEL or self.channels.knows(channel)
 
     def _foreign_player(self, env: CommandEnvelope) -> str | None:
         """Whoever sent it, a gateway's channel speaks only for that channel's players: no gateway sends

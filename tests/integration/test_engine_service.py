@@ -140,6 +140,17 @@ async def test_a_malformed_message_is_dead_lettered_and_the_next_command_is_serv
     assert (await harness.store.load("g4")).state.phase is Phase.LOBBY
 
 
+async def test_a_command_on_a_channel_the_engine_does_not_know_is_dead_lettered(harness):
+    create = lobby_commands("g4b", 5)[0]
+    elsewhere = create.model_copy(update={"channel": "discord", "message_id": "elsewhere"})
+    await harness.bus.send_raw_command(elsewhere.model_dump_json().encode())
+    await harness.send_and_wait(create)
+    await harness.bus.idle()
+    assert len(await harness.bus.dead_letters()) == 1
+    assert not await harness.store.seen("elsewhere")
+    assert {e.caused_by for e in harness.seen if e.game_id == "g4b"} == {create.message_id}
+
+
 async def test_a_command_for_an_unknown_game_is_answered_and_changes_nothing(harness):
     join = CommandEnvelope(game_id="nope", actor="test:p9", command={"type": "join"})
     await harness.send_and_wait(join)

@@ -81,6 +81,21 @@ def test_malformed_commands_are_refused_by_the_schema(bad):
         CommandEnvelope.model_validate(bad)
 
 
+@pytest.mark.parametrize("channel, named", [
+    ("telegram", True), ("discord", True), ("matrix_2", True),
+    ("", False), ("Telegram", False), ("tele gram", False), ("a.b", False), ("a,b", False), ("x" * 33, False),
+])
+def test_a_commands_channel_is_any_short_lower_case_name(channel, named):
+    """Which channels exist is the composition root's to say: the schema only keeps out what no routing
+    key, broker user or column could carry."""
+    command = {"game_id": "g", "actor": "a", "channel": channel, "command": {"type": "join"}}
+    if named:
+        assert CommandEnvelope.model_validate(command).channel == channel
+    else:
+        with pytest.raises(ValidationError):
+            CommandEnvelope.model_validate(command)
+
+
 OLD_EVENT = {"v": 1, "message_id": "g:2", "game_id": "g", "seq": 2, "occurred_at": "2026-01-01T00:00:00Z",
              "audience": {"kind": "public"}, "event": {"type": "player_joined", "player": "tg:1"}}
 
