@@ -94,15 +94,30 @@ class RemindPhase(Body):
     seconds_left: int
 
 
+#: Where a person can be reached on a channel: a chat id, an email address.
+Address = Annotated[str, Field(min_length=1, max_length=254)]
+#: The fields an older gateway names an address by, and their channels (protocol version 1 keeps them).
+ADDRESS_FIELDS = {"telegram_chat_id": "telegram", "email": "email"}
+
+
 class UpdateProfile(Body):
-    """A person's name, language and how to reach them (Telegram, email or both)."""
+    """A person's name, language, time zone and where they can be reached: ``addresses``, channel ->
+    their address there. ``telegram_chat_id`` and ``email`` are the older way to give two of those
+    (``addresses["telegram"]``, ``addresses["email"]``), still taken."""
 
     type: Literal["update_profile"] = "update_profile"
     display_name: str | None = Field(default=None, max_length=64)
     language: str | None = Field(default=None, pattern=r"^(en|fa|ru|vi|nl|fr)$")
+    addresses: dict[ChannelName, Address] = Field(default_factory=dict, max_length=16)
     telegram_chat_id: int | None = None
     email: str | None = Field(default=None, max_length=254)
     time_zone: str | None = Field(default=None, max_length=64)
+
+    def all_addresses(self) -> dict[str, str]:
+        """Every address it gives, the older fields folded in (``addresses`` says last where both do)."""
+        older = {channel: str(value) for name, channel in ADDRESS_FIELDS.items()
+                 if (value := getattr(self, name)) is not None and value != ""}
+        return {**older, **self.addresses}
 
 
 class ShowBoard(Body):

@@ -78,14 +78,8 @@ class SideCommands:
     async def update_profile(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
         c = env.command
         row = await self.store.upsert_player(env.actor, display_name=c.display_name, language=c.language,
-                                             telegram_chat_id=c.telegram_chat_id, email=c.email,
-                                             time_zone=c.time_zone)
-        reachable = set()
-        if row.telegram_chat_id is not None:
-            reachable.add("telegram")
-        if row.email:
-            reachable.add("email")
-        channels = self.envelopes.router.reach(env.actor, reachable)
+                                             time_zone=c.time_zone, addresses=c.all_addresses())
+        channels = self.envelopes.router.reach(env.actor, row.addresses)
         person = person_of(row)
         self.people.remember(env.actor, person)  # named so in this game's and later batches' events
         body = ProfileUpdated(player=env.actor, display_name=row.display_name, language=row.language)

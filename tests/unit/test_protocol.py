@@ -18,6 +18,7 @@ from shared.protocol import (
     CommandEnvelope,
     EventEnvelope,
     Person,
+    UpdateProfile,
     event_body,
     from_core_command,
     to_core_command,
@@ -94,6 +95,17 @@ def test_a_commands_channel_is_any_short_lower_case_name(channel, named):
     else:
         with pytest.raises(ValidationError):
             CommandEnvelope.model_validate(command)
+
+
+def test_a_profiles_addresses_are_one_record_and_the_older_fields_are_still_taken_into_it():
+    older = UpdateProfile.model_validate({"type": "update_profile", "telegram_chat_id": -100, "email": "a@b.org"})
+    assert older.all_addresses() == {"telegram": "-100", "email": "a@b.org"}
+    both = UpdateProfile(email="old@b.org", addresses={"email": "new@b.org", "matrix": "@a:b.org"})
+    assert both.all_addresses() == {"email": "new@b.org", "matrix": "@a:b.org"}
+    assert UpdateProfile(display_name="Ann").all_addresses() == {}
+    for bad in ({"Email": "a@b.org"}, {"email": ""}, {"email": "x" * 255}):
+        with pytest.raises(ValidationError):
+            UpdateProfile(addresses=bad)
 
 
 OLD_EVENT = {"v": 1, "message_id": "g:2", "game_id": "g", "seq": 2, "occurred_at": "2026-01-01T00:00:00Z",
