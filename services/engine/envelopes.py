@@ -11,7 +11,15 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from shared.protocol import AudienceModel, CommandEnvelope, CommandRejected, EventEnvelope, Person, audience_model, utcnow
+from shared.protocol import (
+    AudienceModel,
+    CommandEnvelope,
+    CommandRejected,
+    EventEnvelope,
+    Person,
+    audience_model,
+    utcnow,
+)
 from services.engine.rules import Audience
 
 from .routing import Router
