@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from services.app import channel_map  # noqa: E402
 from services.engine.service import EngineService  # noqa: E402
 from services.engine.simulate import random_command  # noqa: E402
 from services.engine.store import Store  # noqa: E402
@@ -29,7 +30,7 @@ async def main(games: int) -> None:
     logging.disable(logging.WARNING)  # no subscriber: the outbox warns for every event
     url, name = await create_pg_database()
     store = Store(url)
-    engine = EngineService(store, InProcessBus())
+    engine = EngineService(store, InProcessBus(), channels=channel_map())
     await engine.start(consume=False)
 
     async def play(g: int) -> int:
@@ -38,7 +39,7 @@ async def main(games: int) -> None:
             await engine.handle_raw(envelope.model_dump_json().encode())
             count += 1
         rng = random.Random(g)
-        while not (state := engine._cache[f"g{g}"].state).over:
+        while not (state := engine.games.peek(f"g{g}").state).over:
             envelope = from_core_command(random_command(state, rng), f"g{g}")
             await engine.handle_raw(envelope.model_dump_json().encode())
             count += 1

@@ -19,6 +19,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
+from shared.channels import ChannelMap
 from shared.config import Settings
 from shared.ops import readiness, serve_ops
 from shared.runtime import StartupError, one_line, retry, settle_gc, stop_on_signal
@@ -29,16 +30,31 @@ log = logging.getLogger("avalon")
 @dataclass(frozen=True)
 class ChannelSpec:
     name: str
+    scheme: str  # the channel's player ids start with it and a colon: ``tg:123``
     configured_by: str  # the setting that turns it on
     how: str  # one line: how a host adds it
 
 
 CHANNELS = (
-    ChannelSpec("telegram", "telegram_bot_token",
+    ChannelSpec("telegram", "tg", "telegram_bot_token",
                 "set TELEGRAM_BOT_TOKEN (a bot made with @BotFather) to play in Telegram groups"),
-    ChannelSpec("email", "email_address",
+    ChannelSpec("email", "mail", "email_address",
                 "set EMAIL_ADDRESS, EMAIL_SECRET and the SMTP_* and IMAP_* settings to play by email"),
 )
+
+#: Channels without a gateway here that the engine routes events to all the same (channel -> its
+#: players' scheme): ``test``, whose scripted players (``test:...``) the benchmarks, the fault suite and
+#: a stack's smoke test play, and ``cli``, which mints no player ids.
+UNGATED_CHANNELS: dict[str, str | None] = {"test": "test", "cli": None}
+
+
+def channel_map() -> ChannelMap:
+    """The channels as the engine knows them, from this registry: each one's scheme, where events may
+    go, and which are gateways that speak only for their own players."""
+    gateways = {spec.name: spec.scheme for spec in CHANNELS}
+    schemes = {scheme: name for name, scheme in {**gateways, **UNGATED_CHANNELS}.items() if scheme}
+    return ChannelMap(schemes=schemes, routed=frozenset(gateways) | frozenset(UNGATED_CHANNELS),
+                      gateways=frozenset(gateways))
 
 
 def configured_channels(settings: Settings) -> list[str]:
@@ -229,7 +245,7 @@ class App:
         store = open_store(url)
         stack.push_async_callback(store.close)
         await migrate(store, url)
-        engine = EngineService(store, bus, DeadlineScheduler(bus))
+        engine = EngineService(store, bus, DeadlineScheduler(bus), channels=channel_map())
         readiness.register("engine", reason="starting")
         await engine.start()
         stack.push_async_callback(engine.stop)

@@ -122,8 +122,10 @@ def run(args) -> int:
 
 async def play(players: int, options: Options, lang: str, seed: int) -> Demo:
     """Play one game through the engine service; returns what everyone received."""
-    from services.engine import service
+    from services.app import channel_map
+    from services.engine import moves
     from services.engine.deadlines import DeadlineScheduler
+    from services.engine.service import EngineService
     from services.engine.store import Store
     from shared.bus import InProcessBus
 
@@ -131,12 +133,12 @@ async def play(players: int, options: Options, lang: str, seed: int) -> Demo:
     game_seed = rng.getrandbits(63)
     drawn = SimpleNamespace(randbits=lambda bits: game_seed % (1 << bits))  # instead of the engine's own draw
     with tempfile.TemporaryDirectory(prefix="avalon-demo-") as scratch, \
-            mock.patch.object(service, "secrets", drawn):
+            mock.patch.object(moves, "secrets", drawn):
         store = Store(f"sqlite+aiosqlite:///{Path(scratch) / 'demo.db'}")
         bus = InProcessBus()
         scheduler = DeadlineScheduler(bus)
         table = Table(bus, scheduler, players, lang, rng)
-        engine = service.EngineService(store, bus, scheduler, clock=table.clock)
+        engine = EngineService(store, bus, scheduler, channels=channel_map(), clock=table.clock)
         try:
             await bus.start()
             await bus.subscribe_events("demo", "telegram.#", table.on_event)

@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from shared.channels import CHANNEL_NAME
 from shared.game import commands as core_commands
 from shared.game import events as core_events
 from shared.game.errors import Reason
@@ -36,7 +37,10 @@ from shared.game.model import Card, CommandKind, Phase
 from shared.languages import LOCALES
 
 PROTOCOL_VERSION = 1
-Channel = Literal["telegram", "email", "scheduler", "cli", "test"]
+#: A channel's name (``telegram``, ``email``, ``scheduler``): short and lower-case. Which channels
+#: there are is the composition root's to say (shared/channels.py); the engine refuses a command on a
+#: channel it does not know.
+ChannelName = Annotated[str, Field(pattern=CHANNEL_NAME)]
 
 
 def snake(name: str) -> str:
@@ -91,15 +95,30 @@ class RemindPhase(Body):
     seconds_left: int
 
 
+#: Where a person can be reached on a channel: a chat id, an email address.
+Address = Annotated[str, Field(min_length=1, max_length=254)]
+#: The fields an older gateway names an address by, and their channels (protocol version 1 keeps them).
+ADDRESS_FIELDS = {"telegram_chat_id": "telegram", "email": "email"}
+
+
 class UpdateProfile(Body):
-    """A person's name, language and how to reach them (Telegram, email or both)."""
+    """A person's name, language, time zone and where they can be reached: ``addresses``, channel ->
+    their address there. ``telegram_chat_id`` and ``email`` are the older way to give two of those
+    (``addresses["telegram"]``, ``addresses["email"]``), still taken."""
 
     type: Literal["update_profile"] = "update_profile"
     display_name: str | None = Field(default=None, max_length=64)
     language: str | None = Field(default=None, pattern=rf"^({'|'.join(LOCALES)})$")
+    addresses: dict[ChannelName, Address] = Field(default_factory=dict, max_length=16)
     telegram_chat_id: int | None = None
     email: str | None = Field(default=None, max_length=254)
     time_zone: str | None = Field(default=None, max_length=64)
+
+    def all_addresses(self) -> dict[str, str]:
+        """Every address it gives, the older fields folded in (``addresses`` says last where both do)."""
+        older = {channel: str(value) for name, channel in ADDRESS_FIELDS.items()
+                 if (value := getattr(self, name)) is not None and value != ""}
+        return {**older, **self.addresses}
 
 
 class ShowBoard(Body):
@@ -139,7 +158,7 @@ class CommandEnvelope(BaseModel):
     message_id: str = Field(default_factory=lambda: str(uuid.uuid4()), min_length=1, max_length=200)
     game_id: str = Field(min_length=1, max_length=200)
     actor: str = Field(min_length=1, max_length=200)
-    channel: Channel = "test"
+    channel: ChannelName = "test"
     sent_at: datetime = Field(default_factory=utcnow)
     phase_id: int | None = None
     command: CommandBody

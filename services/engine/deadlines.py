@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -22,10 +23,14 @@ from shared.bus import Bus
 from shared.protocol import CommandEnvelope, RemindPhase
 from shared.game.commands import SCHEDULER
 
+from .store import KEEP
+
 log = logging.getLogger(__name__)
 
 #: Reminders only for phases long enough to need them.
 REMINDER_MIN_TIMEOUT = 120
+#: The channel the scheduler's commands come on (the engine's own: no gateway's).
+SCHEDULER_CHANNEL = "scheduler"
 
 
 def reminder_offsets(timeout_seconds: int) -> list[tuple[str, int]]:
@@ -113,13 +118,13 @@ class DeadlineScheduler:
 
     async def _timeout(self, game_id: str, phase_id: int) -> None:
         await self._send(CommandEnvelope(
-            message_id=f"timeout:{game_id}:{phase_id}", game_id=game_id, actor=SCHEDULER, channel="scheduler",
-            phase_id=phase_id, command={"type": "phase_timed_out"}))
+            message_id=f"timeout:{game_id}:{phase_id}", game_id=game_id, actor=SCHEDULER,
+            channel=SCHEDULER_CHANNEL, phase_id=phase_id, command={"type": "phase_timed_out"}))
 
     async def _remind(self, game_id: str, phase_id: int, seconds_left: int, label: str) -> None:
         await self._send(CommandEnvelope(
             message_id=f"remind:{game_id}:{phase_id}:{label}", game_id=game_id, actor=SCHEDULER,
-            channel="scheduler", phase_id=phase_id, command=RemindPhase(seconds_left=seconds_left)))
+            channel=SCHEDULER_CHANNEL, phase_id=phase_id, command=RemindPhase(seconds_left=seconds_left)))
 
     async def _send(self, envelope: CommandEnvelope) -> None:
         try:
@@ -129,3 +134,36 @@ class DeadlineScheduler:
             retry_at = datetime.now(timezone.utc) + timedelta(seconds=5)
             self.scheduler.add_job(self._send, "date", run_date=retry_at, args=(envelope,),
                                    misfire_grace_time=None)
+
+
+class Deadlines:
+    """The engine's side of the deadlines: every open one armed on start (from the database), and a
+    game's deadline moved or dropped once a batch that changed it is committed. Without a scheduler
+    (tests, benchmarks) nothing is armed."""
+
+    def __init__(self, scheduler: DeadlineScheduler | None) -> None:
+        self.scheduler = scheduler
+
+    async def start(self, store) -> None:
+        if self.scheduler is None:
+            return
+        self.scheduler.start()
+        for deadline in await store.open_deadlines():
+            self.scheduler.arm(deadline.game_id, deadline.phase_id, deadline.deadline_at, deadline.timeout_seconds)
+
+    def stop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.shutdown()
+
+    def after_commit(self, game_id: str, state, deadline_at) -> Callable[[], None] | None:
+        """What to do with ``game_id``'s deadline once its new ``state`` is committed: disarm it (the
+        game is over, or its phase has none), arm it at ``deadline_at``, or nothing (``KEEP``: the open
+        phase's deadline stays)."""
+        scheduler = self.scheduler
+        if scheduler is None:
+            return None
+        if state.over or deadline_at is None:
+            return lambda: scheduler.disarm(game_id)
+        if deadline_at is KEEP:
+            return None
+        return lambda: scheduler.arm(game_id, state.phase_id, deadline_at, state.timeout_seconds)

@@ -1,11 +1,14 @@
-"""Commands that are not moves of the game: the board, reminders, a person's profile, invitations."""
+"""Commands that are not moves of the game: the board, reminders, a person's profile, invitations.
+
+Each is a handler in ``SideCommands.handlers``, keyed by its command type. The board, a profile and an
+invitation are answered outside the game's stream (``seq`` 0); a reminder is one of the game's events.
+"""
 
 from __future__ import annotations
 
 from shared.protocol import (
     BoardShown,
     CommandEnvelope,
-    EventEnvelope,
     PhaseReminder,
     PlayerInvited,
     ProfileUpdated,
@@ -18,9 +21,12 @@ from services.engine.rules import Audience, Phase, Reason, pending_players, view
 from shared.game import events as core_events
 from shared.game.errors import reject
 
-from .routing import ROUTED as _ROUTED
-from .routing import channels_of, person_of
-from .store import LoadedGame
+from .batcher import StagedBatch
+from .cache import GameCache
+from .envelopes import Envelopes
+from .moves import UNKNOWN_GAME
+from .people import People, person_of
+from .store import LoadedGame, Store
 
 
 def invitable(player: str) -> bool:
@@ -31,12 +37,17 @@ def invitable(player: str) -> bool:
 
 
 class SideCommands:
-    """Mixed into EngineService: uses its _commit, _channels, _remember, _reply_rejected, _persons, _people
-    and store."""
+    def __init__(self, store: Store, games: GameCache, people: People, envelopes: Envelopes) -> None:
+        self.store = store
+        self.games = games
+        self.people = people
+        self.envelopes = envelopes
+        self.handlers = {"show_board": self.show_board, "remind_phase": self.remind,
+                         "update_profile": self.update_profile, "invite": self.invite}
 
-    async def _show_board(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
+    async def show_board(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
         if loaded is None:
-            await self._reply_rejected(env, None, "unknown_game", {}, "There is no such game.")
+            batch.reject(env, self.envelopes.rejection(env, *UNKNOWN_GAME))
             return
         v = view(loaded.state, None)
         body = BoardShown(
@@ -45,74 +56,52 @@ class SideCommands:
             quest_results=tuple(QuestLine(quest=r.quest, fails=r.fails, failed=r.failed) for r in v.quest_results),
             team=v.team, excalibur_holder=v.excalibur_holder, lady_holder=v.lady_holder, waiting_for=v.waiting_for,
             deadline_at=loaded.deadline_at)  # as decided, even if an earlier command of this batch moved it
-        envelope = EventEnvelope(
-            message_id=f"board:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
-            audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id, event=body)
-        channels = tuple(sorted((channels_of(env.actor) | {env.channel}) & _ROUTED))
-        await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
-                           events=[(envelope, channels)])
+        channels = self.envelopes.router.to(env.actor, via=env.channel)
+        batch.accept(env, [self.envelopes.reply(env, "board", body, audience_model(Audience.to(env.actor)),
+                                                channels)])
 
-    async def _remind(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
+    async def remind(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
         state = loaded.state if loaded else None
         if state is None or state.over or state.phase_id != env.phase_id:
-            await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="ignored", events=[])
+            batch.ignore(env)
             return
         seq = loaded.version + 1
         body = PhaseReminder(phase=state.phase, phase_id=state.phase_id, seconds_left=env.command.seconds_left,
                              waiting_for=pending_players(state))
-        envelope = EventEnvelope(
-            message_id=f"{env.game_id}:{seq}", game_id=env.game_id, seq=seq, occurred_at=utcnow(),
-            audience=audience_model(core_events.PUBLIC), caused_by=env.message_id, readers=state.players,
-            event=body)
         sent = dict(loaded.sent)
-        await self._commit(
-            game_id=env.game_id, message_id=env.message_id, outcome="accepted",
-            events=[self._routed(envelope, loaded.origin_channel, sent)], state=state,
-            expected_version=loaded.version)
-        self._remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel, loaded.deadline_at,
-                                               sent))
+        event = self.envelopes.in_stream(env, loaded, sent, seq, body, audience_model(core_events.PUBLIC),
+                                         state.players, at=utcnow())
+        batch.accept(env, [event], state=state, expected_version=loaded.version)
+        self.games.remember(env.game_id, LoadedGame(state, seq, loaded.seed, loaded.origin_channel,
+                                                    loaded.deadline_at, sent))
 
-    async def _update_profile(self, env: CommandEnvelope) -> None:
+    async def update_profile(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
         c = env.command
         row = await self.store.upsert_player(env.actor, display_name=c.display_name, language=c.language,
-                                             telegram_chat_id=c.telegram_chat_id, email=c.email,
-                                             time_zone=c.time_zone)
-        extra = set()
-        if row.telegram_chat_id is not None:
-            extra.add("telegram")
-        if row.email:
-            extra.add("email")
-        self._extra_channels[env.actor] = extra
-        self._routes.clear()
-        person = self._persons[env.actor] = person_of(row)  # named so in this game's and later batches' events
+                                             time_zone=c.time_zone, addresses=c.all_addresses())
+        channels = self.envelopes.router.reach(env.actor, row.addresses)
+        person = person_of(row)
+        self.people.remember(env.actor, person)  # named so in this game's and later batches' events
         body = ProfileUpdated(player=env.actor, display_name=row.display_name, language=row.language)
-        envelope = EventEnvelope(
-            message_id=f"profile:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
-            audience=audience_model(Audience.to(env.actor)), caused_by=env.message_id,
-            people={env.actor: person}, event=body)
-        channels = tuple(sorted((channels_of(env.actor) | extra) & _ROUTED))
-        await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
-                                events=[(envelope, channels)])
+        batch.accept(env, [self.envelopes.reply(env, "profile", body, audience_model(Audience.to(env.actor)),
+                                                channels, people={env.actor: person})])
 
-    async def _invite(self, env: CommandEnvelope, loaded: LoadedGame | None) -> None:
+    async def invite(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
         """The host invites someone to the lobby: both hear ``player_invited`` (outside the game's
         stream, not stored in it); the invitee's gateway asks them, and they join with ``join``."""
         if loaded is None:
-            await self._reply_rejected(env, None, "unknown_game", {}, "There is no such game.")
+            batch.reject(env, self.envelopes.rejection(env, *UNKNOWN_GAME))
             return
         invitee = env.command.player
         refusal = _invite_refusal(loaded.state, env.actor, invitee)
         if refusal is not None:
-            await self._reply_rejected(env, loaded, *refusal)
+            batch.reject(env, self.envelopes.rejection(env, *refusal))
             return
         readers = (env.actor, invitee)
-        envelope = EventEnvelope(
-            message_id=f"invite:{env.message_id}", game_id=env.game_id, seq=0, occurred_at=utcnow(),
-            audience=audience_model(Audience.to(*readers)), caused_by=env.message_id, readers=readers,
-            people=await self._people(readers), event=PlayerInvited(by=env.actor, player=invitee))
-        channels = tuple(sorted((channels_of(env.actor) | channels_of(invitee) | {env.channel}) & _ROUTED))
-        await self._commit(game_id=env.game_id, message_id=env.message_id, outcome="accepted",
-                           events=[(envelope, channels)])
+        channels = self.envelopes.router.to(env.actor, invitee, via=env.channel)
+        batch.accept(env, [self.envelopes.reply(
+            env, "invite", PlayerInvited(by=env.actor, player=invitee), audience_model(Audience.to(*readers)),
+            channels, readers=readers, people=await self.people.of(readers))])
 
 
 def _invite_refusal(state, host: str, invitee: str) -> tuple[Reason | str, dict, str] | None:

@@ -22,7 +22,7 @@ from services.engine.rules import GameState, replay_events
 
 from .conflicts import Conflict, Duplicate
 from .pg_batch import PgBatchWriter
-from .tables import EventRow, GameRow, PlayerRow, ProcessedCommand
+from .tables import EventRow, GameRow, PlayerAddressRow, PlayerRow, ProcessedCommand
 
 KEEP = object()  # commit(deadline_at=KEEP): the open phase's deadline stays as it is
 
@@ -68,6 +68,17 @@ class OpenDeadline:
     phase_id: int
     deadline_at: datetime
     timeout_seconds: int
+
+
+@dataclass(frozen=True)
+class StoredPlayer:
+    """A person as the players table has them, with every address their profiles gave (channel ->
+    address)."""
+
+    display_name: str | None
+    language: str
+    time_zone: str | None
+    addresses: dict[str, str]
 
 
 @dataclass
@@ -330,7 +341,10 @@ class Store:
             rows = (await session.execute(select(PlayerRow).where(PlayerRow.id.in_(ids)))).scalars().all()
             return {r.id: r for r in rows}
 
-    async def upsert_player(self, player_id: str, **fields) -> PlayerRow:
+    async def upsert_player(self, player_id: str, *, addresses: dict[str, str] | None = None,
+                            **fields) -> StoredPlayer:
+        """A person's profile: the fields given (None: as it was) and their address on each channel
+        named (the others as they were)."""
         now = datetime.now(timezone.utc)
         async with self.sessions() as session, session.begin():
             row = await session.get(PlayerRow, player_id)
@@ -341,4 +355,14 @@ class Store:
                 if value is not None:
                     setattr(row, key, value)
             row.updated_at = now
-        return row
+            known = {a.channel: a for a in (await session.execute(
+                select(PlayerAddressRow).where(PlayerAddressRow.player_id == player_id))).scalars()}
+            for channel, address in (addresses or {}).items():
+                if channel in known:
+                    known[channel].address, known[channel].updated_at = address, now
+                else:
+                    known[channel] = PlayerAddressRow(player_id=player_id, channel=channel, address=address,
+                                                      updated_at=now)
+                    session.add(known[channel])
+        return StoredPlayer(row.display_name, row.language, row.time_zone,
+                            {channel: a.address for channel, a in sorted(known.items())})

@@ -1,4 +1,5 @@
-"""Database tables (SQLModel): games, the per-game event log, processed commands, players."""
+"""Database tables (SQLModel): games, the per-game event log, processed commands, players and where
+each can be reached."""
 
 from __future__ import annotations
 
@@ -54,17 +55,26 @@ class ProcessedCommand(SQLModel, table=True):
 
 
 class PlayerRow(SQLModel, table=True):
-    """A person: reachable on Telegram, by email or both, with a preferred language."""
+    """A person: how to name them, in which language and time zone."""
 
     __tablename__ = "players"
 
     id: str = Field(primary_key=True, max_length=200)
     display_name: str | None = Field(default=None, max_length=64)
     language: str = Field(default="en", max_length=8)
-    telegram_chat_id: int | None = Field(default=None, sa_column=Column(BigInteger, index=True))
-    email: str | None = Field(default=None, max_length=254, index=True)
     time_zone: str | None = Field(default=None, max_length=64)
     created_at: datetime = Field(sa_type=DateTime(timezone=True))
+    updated_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class PlayerAddressRow(SQLModel, table=True):
+    """Where a person can be reached on a channel (their profile said so): events they read go there too."""
+
+    __tablename__ = "player_addresses"
+
+    player_id: str = Field(primary_key=True, max_length=200)
+    channel: str = Field(primary_key=True, max_length=32)
+    address: str = Field(max_length=254)
     updated_at: datetime = Field(sa_type=DateTime(timezone=True))
 
 

@@ -9,6 +9,7 @@ import pytest
 from aiogram.client.default import DefaultBotProperties
 
 from services.engine.deadlines import DeadlineScheduler
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from services.telegram_gateway.gateway import TelegramGateway
@@ -55,7 +56,7 @@ async def telegram_world(amqp_url, rabbit_prefix, tmp_path, request):
     engine_bus = RabbitBus(amqp_url, prefix=rabbit_prefix)
     await engine_bus.start()
     store = Store(f"sqlite+aiosqlite:///{tmp_path / 'engine.db'}")
-    engine = EngineService(store, engine_bus, DeadlineScheduler(engine_bus))
+    engine = EngineService(store, engine_bus, DeadlineScheduler(engine_bus), channels=channel_map())
     limits = getattr(request, "param", FAST) or Limits(per_chat_interval=0.2, group_per_minute=10**6)
     gateway = GatewayProcess(fake, amqp_url, rabbit_prefix, f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}",
                              limits)

@@ -20,6 +20,7 @@ from services.email_gateway.smtp import SmtpSender
 from services.email_gateway.tokens import Tokens
 from services.email_gateway.wording import Intent, parse
 from services.engine.deadlines import DeadlineScheduler
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from shared.bus import InProcessBus
@@ -42,7 +43,7 @@ class Narrator:
         await self.store.migrate()
         self.bus = InProcessBus()
         await self.bus.start()
-        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus))
+        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus), channels=channel_map())
         await self.start_gateway()
         await self.engine.start()
 

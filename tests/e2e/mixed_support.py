@@ -15,6 +15,7 @@ from aiogram.client.default import DefaultBotProperties
 
 from services.email_gateway.wording import Intent, link_body, parse
 from services.engine.deadlines import DeadlineScheduler
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.telegram_gateway.gateway import TelegramGateway
 from services.telegram_gateway.sender import Limits
@@ -41,7 +42,7 @@ class MixedNarrator(Narrator):
         await self.bus.start()
         await start_telegram(self)
         await self.start_gateway()
-        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus))
+        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus), channels=channel_map())
         await self.engine.start()
 
     async def stop(self) -> None:

@@ -26,6 +26,7 @@ from services.email_gateway.gateway import EmailGateway
 from services.email_gateway.smtp import SmtpSender
 from services.email_gateway.tokens import Tokens
 from services.engine.deadlines import DeadlineScheduler
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from shared.bus import InProcessBus
@@ -98,7 +99,7 @@ class Stack:
         self.email = EmailGateway(self.bus, self.store.engine, identity=self.identity, tokens=Tokens(SECRET),
                                   smtp=smtp, linger=0.2, first_delay=0.2, max_delay=2.0)
         await self.email.start()
-        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus))
+        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus), channels=channel_map())
         await self.engine.start()
 
     async def stop(self) -> None:

@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from services.engine.deadlines import DeadlineScheduler
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from shared.bus.rabbit import RabbitBus
@@ -129,7 +130,7 @@ async def test_sigkills_of_the_telegram_gateway_lose_no_message_of_a_whole_game(
     engine_bus = RabbitBus(amqp_url, prefix=rabbit_prefix)
     await engine_bus.start()
     store = Store(f"sqlite+aiosqlite:///{tmp_path / 'engine.db'}")
-    engine = EngineService(store, engine_bus, DeadlineScheduler(engine_bus))
+    engine = EngineService(store, engine_bus, DeadlineScheduler(engine_bus), channels=channel_map())
     await engine.start()
     gateway = Gateway(tmp_path, fake, amqp_url, rabbit_prefix)
     await gateway.start()

@@ -17,6 +17,7 @@ import re
 import pytest
 
 from services.engine.deadlines import DeadlineScheduler
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from shared.bus.rabbit import RabbitBus
@@ -33,7 +34,7 @@ async def table(amqp_url, rabbit_prefix, tmp_path):
     engine_bus = RabbitBus(amqp_url, prefix=rabbit_prefix)
     await engine_bus.start()
     store = Store(f"sqlite+aiosqlite:///{tmp_path / 'engine.db'}")
-    engine = EngineService(store, engine_bus, DeadlineScheduler(engine_bus))
+    engine = EngineService(store, engine_bus, DeadlineScheduler(engine_bus), channels=channel_map())
     process = GatewayProcess(fake, amqp_url, rabbit_prefix, f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}", FAST)
     await process.start()
     await engine.start()

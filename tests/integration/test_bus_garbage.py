@@ -23,6 +23,7 @@ import pytest
 from sqlalchemy import select
 
 from services.engine.deadlines import DeadlineScheduler
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.simulate import random_command
 from services.engine.store import Store
@@ -80,7 +81,7 @@ async def stack(amqp_url, rabbit_prefix):
     store = Store(db_url)
     async with rabbit_buses(amqp_url, rabbit_prefix) as make:
         engine_bus, client = await make(), await make()
-        engine = EngineService(store, engine_bus, DeadlineScheduler(engine_bus))
+        engine = EngineService(store, engine_bus, DeadlineScheduler(engine_bus), channels=channel_map())
         seen: list[EventEnvelope] = []
 
         async def record(envelope: EventEnvelope) -> None:

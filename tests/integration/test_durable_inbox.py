@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from shared.bus import InProcessBus, PoisonMessage
 from shared.bus.inbox import INBOX, InboxMissing
 from shared.protocol import CommandEnvelope
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 
@@ -285,7 +286,7 @@ async def test_the_engine_applies_a_command_redelivered_after_its_commit_only_on
     bus = InProcessBus(inbox_url=db_url)
     bus.inbox.done = lambda key: None  # killed before any handled command's row is deleted
     store = Store(db_url)
-    engine = EngineService(store, bus)
+    engine = EngineService(store, bus, channels=channel_map())
     await bus.start()
     await engine.start()
     commands = lobby_commands("g1", 5)
@@ -300,7 +301,7 @@ async def test_the_engine_applies_a_command_redelivered_after_its_commit_only_on
 
     bus = InProcessBus(inbox_url=db_url)
     store = Store(db_url)
-    engine = EngineService(store, bus)
+    engine = EngineService(store, bus, channels=channel_map())
     await bus.start()
     await engine.start()
     try:

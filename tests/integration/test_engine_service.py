@@ -14,8 +14,9 @@ from sqlalchemy import update
 from shared.bus import InProcessBus
 from shared.protocol import EVENT_MODELS, CommandEnvelope, EventEnvelope, to_core_event
 from services.engine.deadlines import DeadlineScheduler
-from services.engine import service as service_module
+from services.engine import moves as moves_module
 from services.engine.rules import Phase, replay_events
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from services.engine.tables import GameRow
@@ -35,7 +36,7 @@ class Harness:
         self.url = url
         self.bus = bus or InProcessBus()
         self.store = Store(url)
-        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus))
+        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus), channels=channel_map())
         self.seen: list = []
 
     async def start(self, subscribe: bool = True) -> "Harness":
@@ -137,6 +138,17 @@ async def test_a_malformed_message_is_dead_lettered_and_the_next_command_is_serv
     await harness.send_and_wait(create)
     assert len(await harness.bus.dead_letters()) == 2
     assert (await harness.store.load("g4")).state.phase is Phase.LOBBY
+
+
+async def test_a_command_on_a_channel_the_engine_does_not_know_is_dead_lettered(harness):
+    create = lobby_commands("g4b", 5)[0]
+    elsewhere = create.model_copy(update={"channel": "discord", "message_id": "elsewhere"})
+    await harness.bus.send_raw_command(elsewhere.model_dump_json().encode())
+    await harness.send_and_wait(create)
+    await harness.bus.idle()
+    assert len(await harness.bus.dead_letters()) == 1
+    assert not await harness.store.seen("elsewhere")
+    assert {e.caused_by for e in harness.seen if e.game_id == "g4b"} == {create.message_id}
 
 
 async def test_a_command_for_an_unknown_game_is_answered_and_changes_nothing(harness):
@@ -314,7 +326,7 @@ def _proposal(game_id: str, state) -> CommandEnvelope:
 
 
 async def test_lobbies_of_three_games_handled_at_once_end_as_when_handled_one_at_a_time(harness, monkeypatch):
-    monkeypatch.setattr(service_module, "secrets", SimpleNamespace(randbits=lambda bits: 20260101))  # same deal
+    monkeypatch.setattr(moves_module, "secrets", SimpleNamespace(randbits=lambda bits: 20260101))  # same deal
     sizes = (5, 6, 7)
     alone = [f"alone{n}" for n in sizes]
     together = [f"together{n}" for n in sizes]

@@ -12,6 +12,7 @@ from aiogram.client.default import DefaultBotProperties
 from shared.bus import InProcessBus
 from shared.protocol import CommandEnvelope, EventEnvelope, Person
 from services.engine.deadlines import DeadlineScheduler
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from services.telegram_gateway.gateway import TelegramGateway
@@ -31,7 +32,7 @@ class Table:
         self.url = url
         self.bus = bus or InProcessBus()
         self.store = Store(url)
-        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus))
+        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus), channels=channel_map())
         self.got: dict[str, list[EventEnvelope]] = {"telegram": [], "email": [], "test": []}
 
     async def start(self, subscribe: bool = True) -> "Table":

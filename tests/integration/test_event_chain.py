@@ -8,6 +8,7 @@ import asyncio
 import random
 
 from services.engine.deadlines import DeadlineScheduler
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from tests.integration.test_two_channels import act, send
@@ -40,7 +41,7 @@ async def test_each_channel_sees_an_unbroken_chain_of_its_events_across_an_engin
 
     async def start_engine():
         bus = await make_rabbit_bus()
-        engine = EngineService(store, bus, DeadlineScheduler(bus))
+        engine = EngineService(store, bus, DeadlineScheduler(bus), channels=channel_map())
         await engine.start()
         return bus, engine
 

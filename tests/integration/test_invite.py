@@ -11,6 +11,7 @@ from shared.bus import InProcessBus
 from shared.narration.render import Context, Narrator, Recipient
 from shared.protocol import CommandEnvelope, EventEnvelope
 from services.engine.deadlines import DeadlineScheduler
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 
@@ -28,7 +29,7 @@ class Table:
     def __init__(self, url: str) -> None:
         self.bus = InProcessBus()
         self.store = Store(url)
-        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus))
+        self.engine = EngineService(self.store, self.bus, DeadlineScheduler(self.bus), channels=channel_map())
         self.got: dict[str, list[EventEnvelope]] = {"telegram": [], "email": []}
 
     async def start(self) -> "Table":

@@ -17,6 +17,7 @@ from shared.ops import Readiness, serve_ops
 from shared.protocol import from_core_command
 from services.engine.deadlines import DeadlineScheduler
 from services.engine.rules import CreateGame, Join, Options, StartGame
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 
@@ -77,7 +78,7 @@ async def stack(make_bus, tmp_path):
 
     await bus.subscribe_events("recorder", "test.#", record)
     store = Store(f"sqlite+aiosqlite:///{tmp_path / 'avalon.db'}")
-    engine = EngineService(store, bus, DeadlineScheduler(bus))
+    engine = EngineService(store, bus, DeadlineScheduler(bus), channels=channel_map())
     readiness = Readiness()
     readiness.register("engine")
     server = await serve_ops("127.0.0.1:0", readiness)
@@ -155,7 +156,7 @@ async def test_the_outbox_depth_holds_what_the_bus_would_not_take_until_it_is_pu
     await bus.start()
     await bus.subscribe_events("recorder", "test.#", lambda envelope: asyncio.sleep(0))
     store = Store(f"sqlite+aiosqlite:///{tmp_path / 'avalon.db'}")
-    engine = EngineService(store, bus)
+    engine = EngineService(store, bus, channels=channel_map())
     await engine.start()
     server = await serve_ops("127.0.0.1:0", Readiness())
     try:

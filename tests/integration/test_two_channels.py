@@ -9,6 +9,7 @@ import asyncio
 import random
 
 from services.engine.deadlines import DeadlineScheduler
+from services.app import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from shared.bus import InProcessBus
@@ -81,7 +82,7 @@ async def test_a_game_across_two_channels_reaches_every_player_with_every_name(t
     await store.migrate()
     bus = InProcessBus()
     await bus.start()
-    engine = EngineService(store, bus, DeadlineScheduler(bus))
+    engine = EngineService(store, bus, DeadlineScheduler(bus), channels=channel_map())
     rng = random.Random(3)
     channels = [MiniChannel("test", "test:", bus, store.engine, rng),
                 MiniChannel("email", "mail:", bus, store.engine, rng)]

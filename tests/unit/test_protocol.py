@@ -18,6 +18,7 @@ from shared.protocol import (
     CommandEnvelope,
     EventEnvelope,
     Person,
+    UpdateProfile,
     event_body,
     from_core_command,
     to_core_command,
@@ -79,6 +80,32 @@ def test_a_command_round_trips_through_json_to_the_same_core_command():
 def test_malformed_commands_are_refused_by_the_schema(bad):
     with pytest.raises(ValidationError):
         CommandEnvelope.model_validate(bad)
+
+
+@pytest.mark.parametrize("channel, named", [
+    ("telegram", True), ("discord", True), ("matrix_2", True),
+    ("", False), ("Telegram", False), ("tele gram", False), ("a.b", False), ("a,b", False), ("x" * 33, False),
+])
+def test_a_commands_channel_is_any_short_lower_case_name(channel, named):
+    """Which channels exist is the composition root's to say: the schema only keeps out what no routing
+    key, broker user or column could carry."""
+    command = {"game_id": "g", "actor": "a", "channel": channel, "command": {"type": "join"}}
+    if named:
+        assert CommandEnvelope.model_validate(command).channel == channel
+    else:
+        with pytest.raises(ValidationError):
+            CommandEnvelope.model_validate(command)
+
+
+def test_a_profiles_addresses_are_one_record_and_the_older_fields_are_still_taken_into_it():
+    older = UpdateProfile.model_validate({"type": "update_profile", "telegram_chat_id": -100, "email": "a@b.org"})
+    assert older.all_addresses() == {"telegram": "-100", "email": "a@b.org"}
+    both = UpdateProfile(email="old@b.org", addresses={"email": "new@b.org", "matrix": "@a:b.org"})
+    assert both.all_addresses() == {"email": "new@b.org", "matrix": "@a:b.org"}
+    assert UpdateProfile(display_name="Ann").all_addresses() == {}
+    for bad in ({"Email": "a@b.org"}, {"email": ""}, {"email": "x" * 255}):
+        with pytest.raises(ValidationError):
+            UpdateProfile(addresses=bad)
 
 
 OLD_EVENT = {"v": 1, "message_id": "g:2", "game_id": "g", "seq": 2, "occurred_at": "2026-01-01T00:00:00Z",
