@@ -157,7 +157,9 @@ def test_invalid_values_exit_with_status_2_and_one_line(argv):
 
 
 def test_a_game_waiting_for_nobody_has_its_deadline_brought_forward_not_waited_for(monkeypatch):
-    answer = demo.Table.act
+    from services.console.players import ScriptedPlayers
+
+    answer = ScriptedPlayers.act
     skipped: list[str] = []
 
     async def sulk_once(self, offer):  # the first leader never picks a team
@@ -166,7 +168,7 @@ def test_a_game_waiting_for_nobody_has_its_deadline_brought_forward_not_waited_f
             return
         await answer(self, offer)
 
-    monkeypatch.setattr(demo.Table, "act", sulk_once)
+    monkeypatch.setattr(ScriptedPlayers, "act", sulk_once)
     started = time.monotonic()
     record = asyncio.run(demo.play(5, Options(), "en", 7))
     assert time.monotonic() - started < 15  # the proposal's deadline is 10 minutes
