@@ -58,7 +58,7 @@ from shared import quiet
 from shared.db import database_down, raised_by_database
 from shared.protocol import CommandEnvelope, EventEnvelope
 
-from .base import COMMAND_SENDER, EVENT_REDELIVERED, CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
+from ..base import COMMAND_SENDER, EVENT_REDELIVERED, CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
 
 log = logging.getLogger(__name__)
 quiet.install()  # a broker restart is one line lost, one line back: see quiet.py
