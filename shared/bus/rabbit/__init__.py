@@ -34,11 +34,9 @@ connection closed count too.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
-from collections import deque
 from typing import Any, Awaitable, Callable
 from urllib.parse import unquote, urlsplit
 
@@ -51,7 +49,7 @@ from aio_pika.abc import (
     AbstractRobustChannel,
     AbstractRobustConnection,
 )
-from aio_pika.exceptions import AMQPError, ChannelInvalidStateError, DeliveryError, MessageProcessError, PublishError
+from aio_pika.exceptions import AMQPError, ChannelInvalidStateError, DeliveryError, PublishError
 from pydantic import TypeAdapter, ValidationError
 
 from shared import quiet
@@ -59,6 +57,8 @@ from shared.db import database_down, raised_by_database
 from shared.protocol import CommandEnvelope, EventEnvelope
 
 from ..base import COMMAND_SENDER, EVENT_REDELIVERED, CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key
+from .acks import Acker, delivery_count
+from .ordering import GameLocks, OneLock
 
 log = logging.getLogger(__name__)
 quiet.install()  # a broker restart is one line lost, one line back: see quiet.py
@@ -120,7 +120,7 @@ class RabbitBus:
         self._consumers: list[tuple[str, Callable[[], Awaitable[Any]]]] = []  # (queue, cancel)
         self._inflight: set[asyncio.Task] = set()
         self._subscriptions: set[str] = set()
-        self._ackers: list[_Acker] = []
+        self._ackers: list[Acker] = []
 
     # -- queue arguments ------------------------------------------------------------
 
@@ -356,8 +356,8 @@ class RabbitBus:
 
     # -- consuming ----------------------------------------------------------------------
 
-    def _new_acker(self) -> "_Acker":
-        acker = _Acker(self._spawn)
+    def _new_acker(self) -> Acker:
+        acker = Acker(self._spawn)
         self._ackers.append(acker)
         return acker
 
@@ -429,7 +429,7 @@ class RabbitBus:
         log.debug("a command in flight was cut off by the connection's loss: %r", error)
         return True
 
-    async def _handle_command(self, handler: CommandHandler, message: "_Delivery", acker: "_Acker") -> None:
+    async def _handle_command(self, handler: CommandHandler, message: "_Delivery", acker: Acker) -> None:
         COMMAND_SENDER.set(message.user_id)  # this task's context: the handler reads who sent it
         try:
             await handler(message.body)
@@ -437,10 +437,10 @@ class RabbitBus:
             log.warning("poison command %s dead-lettered: %s", message.message_id, e)
             await acker.reject(message, requeue=False)
         except asyncio.CancelledError:
-            raise  # shutting down: left unacked (abandoned, see _Acker.watch), the broker delivers it again
+            raise  # shutting down: left unacked (abandoned, see Acker.watch), the broker delivers it again
         except Exception as error:
             if not self._connection_trouble(error):
-                log.exception("command handler failed (delivery count %s)", _delivery_count(message))
+                log.exception("command handler failed (delivery count %s)", delivery_count(message))
             await acker.reject(message, requeue=True)
         else:
             acker.ack(message)
@@ -459,7 +459,7 @@ class RabbitBus:
         await queue.bind(self.events_exchange_name, routing_key=pattern)
         self._subscriptions.add(name)
         # one subscription's events are handled one at a time, in arrival order; by_game: each game's
-        locks = _GameLocks() if by_game else _OneLock()
+        locks = GameLocks() if by_game else OneLock()
         acker = self._new_acker()
 
         async def on_message(message: AbstractIncomingMessage) -> None:
@@ -469,8 +469,8 @@ class RabbitBus:
         tag = await queue.consume(on_message)
         self._consumers.append((queue.name, lambda: queue.cancel(tag)))
 
-    async def _handle_event(self, handler: EventHandler, message: AbstractIncomingMessage, locks: "_OneLock",
-                            acker: "_Acker") -> None:
+    async def _handle_event(self, handler: EventHandler, message: AbstractIncomingMessage, locks: OneLock,
+                            acker: Acker) -> None:
         try:
             if message.body[:1] == b"[":
                 envelopes = _BATCH.validate_json(message.body)
@@ -488,9 +488,9 @@ class RabbitBus:
             try:
                 await self._handle_waiting_for_database(handler, envelopes)
             except asyncio.CancelledError:
-                raise  # abandoned, see _Acker.watch
+                raise  # abandoned, see Acker.watch
             except Exception:
-                log.exception("event handler failed (delivery count %s)", _delivery_count(message))
+                log.exception("event handler failed (delivery count %s)", delivery_count(message))
                 await acker.reject(message, requeue=True)
             else:
                 acker.ack(message)
@@ -562,64 +562,6 @@ class TopologyMissing(ConnectionError):
 _BATCH = TypeAdapter(list[EventEnvelope])
 
 
-class _OneLock:
-    """Every event of a subscription one at a time, in arrival order (asyncio's locks are fair)."""
-
-    def __init__(self) -> None:
-        self._lock = asyncio.Lock()
-
-    @contextlib.asynccontextmanager
-    async def held(self, games):
-        async with self._lock:
-            yield
-
-
-class _GameLocks(_OneLock):
-    """Each game's events one at a time, in arrival order; different games' side by side. A message
-    carrying several games' events takes its turn in each of their lines at once (when it arrives), and
-    runs when it is first in all of them: lines joined in one order (delivery's) never wait in a circle."""
-
-    def __init__(self) -> None:
-        self._lines: dict[str, deque[_Turn]] = {}
-
-    @contextlib.asynccontextmanager
-    async def held(self, games):
-        turn = _Turn(games)
-        for game in games:
-            self._lines.setdefault(game, deque()).append(turn)
-        try:
-            if not self._first(turn):
-                await turn.ready
-            yield
-        finally:
-            self._leave(turn)
-
-    def _first(self, turn: "_Turn") -> bool:
-        return all(self._lines[game][0] is turn for game in turn.games)
-
-    def _leave(self, turn: "_Turn") -> None:
-        following: list[_Turn] = []
-        for game in turn.games:
-            line = self._lines[game]
-            was_first = line[0] is turn
-            line.remove(turn)
-            if not line:
-                del self._lines[game]
-            elif was_first:
-                following.append(line[0])
-        for other in following:
-            if self._first(other) and not other.ready.done():
-                other.ready.set_result(None)
-
-
-class _Turn:
-    __slots__ = ("games", "ready")
-
-    def __init__(self, games) -> None:
-        self.games = tuple(games)
-        self.ready: asyncio.Future = asyncio.get_running_loop().create_future()
-
-
 class _Delivery:
     """An aiormq delivery with the few parts of aio-pika's IncomingMessage the bus uses."""
 
@@ -648,81 +590,6 @@ class _Delivery:
 
     def reject(self, requeue: bool = True) -> Awaitable[None]:
         return self.channel.basic_reject(self.delivery_tag, requeue=requeue)
-
-
-class _Acker:
-    """Acknowledges one consumer's deliveries in bulk (each consumer has a channel of its own: delivery
-    tags, and so multiple acks, are per channel): one ``basic.ack(multiple)`` for every delivery
-    up to the newest one before which everything is settled, instead of a frame (and, for a quorum
-    queue, a log entry) per message. Rejections still go out one by one, at once."""
-
-    def __init__(self, spawn) -> None:
-        self._spawn = spawn
-        self._order: deque[AbstractIncomingMessage] = deque()  # delivered, in delivery order
-        self._settled: dict[int, str] = {}  # id(message) -> "ack", "rejected" or "abandoned"
-        self._single: set[Any] = set()  # channels with an abandoned delivery: no multiple ack may cover it
-        self._scheduled = False
-        self._lock = asyncio.Lock()  # acks leave in delivery order: an ack covering a tag acked already is an error
-
-    def delivered(self, message: AbstractIncomingMessage) -> None:
-        self._order.append(message)
-
-    def ack(self, message: AbstractIncomingMessage) -> None:
-        self._settled[id(message)] = "ack"
-        if not self._scheduled:
-            self._scheduled = True
-            self._spawn(self.flush())
-
-    async def reject(self, message: AbstractIncomingMessage, *, requeue: bool) -> None:
-        await _settle(message, message.reject(requeue=requeue))  # on the wire before any ack covers it
-        self._settled[id(message)] = "rejected"
-        await self.flush()
-
-    def watch(self, message: AbstractIncomingMessage, task: asyncio.Task) -> None:
-        """A handler cancelled before it even started leaves its delivery abandoned too."""
-        task.add_done_callback(lambda t: self.abandon(message) if t.cancelled() else None)
-
-    def abandon(self, message: AbstractIncomingMessage) -> None:
-        """Left unsettled (shutting down): the broker delivers it again once the channel closes."""
-        if id(message) in self._settled:
-            return
-        self._settled[id(message)] = "abandoned"
-        self._single.add(message.channel)
-
-    async def flush(self) -> None:
-        async with self._lock:
-            await self._flush()
-
-    async def _flush(self) -> None:
-        self._scheduled = False
-        newest: dict[Any, AbstractIncomingMessage] = {}  # per underlying channel (a reconnect makes a new one)
-        singles: list[AbstractIncomingMessage] = []
-        while self._order and id(self._order[0]) in self._settled:
-            message = self._order.popleft()
-            if self._settled.pop(id(message)) != "ack":
-                continue
-            if message.channel in self._single:
-                singles.append(message)
-            else:
-                newest[message.channel] = message
-        for message in newest.values():
-            await _settle(message, message.ack(multiple=True))
-        for message in singles:
-            await _settle(message, message.ack())
-
-
-async def _settle(message: AbstractIncomingMessage, action: Any) -> None:
-    """Ack or reject; if the delivery's channel is gone, the broker has requeued the message already."""
-    try:
-        await action
-    except ChannelInvalidStateError as e:  # its channel went with the connection (told once, on the loss)
-        log.debug("could not settle message %s (%r); the broker will deliver it again", message.message_id, e)
-    except (MessageProcessError, AMQPError, ConnectionError) as e:
-        log.warning("could not settle message %s (%r); the broker will deliver it again", message.message_id, e)
-
-
-def _delivery_count(message: AbstractIncomingMessage) -> Any:
-    return (message.headers or {}).get("x-delivery-count", 0)
 
 
 def _message_id_of(body: bytes) -> str | None:
