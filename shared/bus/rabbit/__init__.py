@@ -32,6 +32,8 @@ from .topology import COMMAND_ROUTING_KEY, Topology, TopologyMissing
 
 
 class RabbitBus:
+    """``Bus`` (shared/bus/base.py) over RabbitMQ: the pieces above put together, and nothing else."""
+
     def __init__(
         self,
         url: str,

@@ -20,6 +20,8 @@ log = logging.getLogger(__package__)  # the bus speaks under one name, "shared.b
 
 
 class CommandConsumer:
+    """The consumer of the commands queue, on a channel of its own; the engine's bus has one."""
+
     def __init__(self, link: BrokerLink, topology: Topology, consumers: Consumers) -> None:
         self._link = link
         self._topology = topology
