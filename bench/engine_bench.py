@@ -213,8 +213,8 @@ class Players:
         self._consume = await self._connection.channel()
         await self._consume.basic_qos(prefetch_count=self.bus.event_prefetch)
         queue = self.bus.event_queue_name("bench")
-        await self._consume.queue_declare(queue, durable=True, arguments=self.bus._quorum_arguments())
-        await self._consume.queue_bind(queue, self.bus.events_exchange_name, routing_key="test.#")
+        await self._consume.queue_declare(queue, durable=True, arguments=self.bus.topology.quorum_arguments())
+        await self._consume.queue_bind(queue, self.bus.topology.events_exchange_name, routing_key="test.#")
         await self._consume.basic_consume(queue, self._on_message)
 
     async def close(self) -> None:
@@ -249,7 +249,7 @@ class Players:
         assert self._publish is not None
         started = time.perf_counter()
         confirm = await self._publish.basic_publish(
-            raw, exchange=self.bus.commands_exchange_name, routing_key=COMMAND_ROUTING_KEY, mandatory=True,
+            raw, exchange=self.bus.topology.commands_exchange_name, routing_key=COMMAND_ROUTING_KEY, mandatory=True,
             properties=aiormq.spec.Basic.Properties(delivery_mode=2, content_type="application/json",
                                                     message_id=message_id))
         if not isinstance(confirm, aiormq.spec.Basic.Ack):

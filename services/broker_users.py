@@ -12,7 +12,7 @@ The command creates (or updates: it is idempotent, and changes a password) those
 RabbitMQ's management HTTP API as the admin of ``AMQP_URL``, then declares the engine's exchanges and
 queues, so that a gateway may start before the engine. ``--print`` writes the same as ``rabbitmqctl``
 commands instead, for a broker without the management plugin. The regular expressions come from the
-bus's own names (shared/bus/rabbit.py), so ``BUS_PREFIX`` is honoured.
+bus's own names (shared/bus/rabbit/topology.py), so ``BUS_PREFIX`` is honoured.
 """
 
 from __future__ import annotations
@@ -85,8 +85,9 @@ def grants(prefix: str) -> dict[str, Grant]:
     from shared.bus.rabbit import RabbitBus
 
     bus = RabbitBus("amqp://names.only/", prefix=prefix)  # never started: its names only
-    commands, events = bus.commands_exchange_name, bus.events_exchange_name  # the queue is `commands` too
-    dlx, dead = bus.dlx_name, bus.dead_queue_name
+    names = bus.topology
+    commands, events = names.commands_exchange_name, names.events_exchange_name  # the queue is `commands` too
+    dlx, dead = names.dlx_name, names.dead_queue_name
     found = {"engine": Grant(
         "engine", user_name(prefix, "engine"),
         configure=_only(commands, events, dlx, dead),

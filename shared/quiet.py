@@ -5,7 +5,7 @@ When the broker restarts, the AMQP libraries log, per connection: an ERROR with 
 close, an ERROR and a WARNING for every reconnection attempt (two a second with our 0.5 s interval)
 and an ERROR with a traceback per channel whose close callback found no transport. The bus says it
 itself instead, once: "connection lost (why): reconnecting" and "connection back"
-(shared/bus/rabbit.py). This filter drops those expected records and lets one reconnection failure
+(shared/bus/rabbit/link.py). This filter drops those expected records and lets one reconnection failure
 through every ``EVERY`` seconds, without its traceback, so a long outage still shows it is being
 retried. The same for asyncpg's pool, which retries its minimum of connections with a WARNING and a
 traceback each time while the database is away (the engine says "database unreachable" and "database

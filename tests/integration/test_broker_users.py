@@ -142,7 +142,7 @@ async def test_the_broker_refuses_a_gateway_publishing_an_event(buses):
     telegram = await buses("telegram")
 
     words = await refused(lambda: telegram.publish_event(event(game), "email"))
-    assert f"{engine.events_exchange_name}" in words
+    assert f"{engine.topology.events_exchange_name}" in words
     await quiet()
     assert by_email == [], "no forged event reached a player"
 
@@ -176,17 +176,18 @@ async def test_the_broker_refuses_a_gateway_binding_its_own_queue_to_another_cha
         channel = await connection.channel()
         underlay = await channel.get_underlay_channel()
         await refused(lambda: underlay.queue_bind(telegram.event_queue_name("telegram"),
-                                                  telegram.events_exchange_name, routing_key="email.#"))
+                                                  telegram.topology.events_exchange_name, routing_key="email.#"))
 
 
 async def test_the_broker_refuses_a_gateway_deleting_or_unbinding_what_the_engine_owns(broker, buses):
     engine = await buses("engine")
     async with await aio_pika.connect(broker.url_of("telegram")) as connection:
-        for attempt in (lambda ch: ch.queue_delete(engine.commands_queue_name),
-                        lambda ch: ch.queue_unbind(engine.commands_queue_name, engine.commands_exchange_name,
+        names = engine.topology
+        for attempt in (lambda ch: ch.queue_delete(names.commands_queue_name),
+                        lambda ch: ch.queue_unbind(names.commands_queue_name, names.commands_exchange_name,
                                                    routing_key=COMMAND_ROUTING_KEY),
-                        lambda ch: ch.exchange_delete(engine.events_exchange_name),
-                        lambda ch: ch.queue_delete(engine.dead_queue_name)):
+                        lambda ch: ch.exchange_delete(names.events_exchange_name),
+                        lambda ch: ch.queue_delete(names.dead_queue_name)):
             underlay = await (await connection.channel()).get_underlay_channel()
             await refused(lambda attempt=attempt, underlay=underlay: attempt(underlay))
 
@@ -281,10 +282,10 @@ async def test_the_engine_believes_a_gateway_only_for_its_own_channel_and_its_ow
         assert not await store.seen_many([c.message_id for c in forged])
         assert (await store.load(game)).state.players == ("tg:1", "tg:2")
 
-        underlay = await (await telegram._connection.channel()).get_underlay_channel()
+        underlay = await (await telegram._link.connection.channel()).get_underlay_channel()
         with pytest.raises(aiormq.exceptions.ChannelPreconditionFailed):
             props = aiormq.spec.Basic.Properties(user_id=user_name(broker.prefix, "engine"))
-            await asyncio.wait_for(underlay.basic_publish(b"{}", exchange=telegram.commands_exchange_name,
+            await asyncio.wait_for(underlay.basic_publish(b"{}", exchange=telegram.topology.commands_exchange_name,
                                                           routing_key=COMMAND_ROUTING_KEY, properties=props), TIMEOUT)
     finally:
         await engine.stop()

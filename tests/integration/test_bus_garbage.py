@@ -188,7 +188,7 @@ async def test_garbage_on_the_events_exchange_is_dead_lettered_and_the_subscribe
     bad = garbage_events()
     async with await aio_pika.connect(amqp_url) as connection:
         channel = await connection.channel()
-        exchange = await channel.get_exchange(gateway_bus.events_exchange_name, ensure=False)
+        exchange = await channel.get_exchange(gateway_bus.topology.events_exchange_name, ensure=False)
         for seq, body in enumerate(bad, start=1):
             await exchange.publish(aio_pika.Message(body), routing_key="telegram.public.g1")
             await exchange.publish(aio_pika.Message(event_json(seq)), routing_key="telegram.public.g1")

@@ -310,12 +310,12 @@ async def test_every_message_is_persistent_json_with_its_envelopes_message_id(ra
     async with await aio_pika.connect(amqp_url) as connection:
         channel = await connection.channel()
         tap = await channel.declare_queue(exclusive=True)  # server-named, gone with the connection
-        await tap.bind(rabbit_bus.events_exchange_name, routing_key="#")
+        await tap.bind(rabbit_bus.topology.events_exchange_name, routing_key="#")
         await rabbit_bus.send_command(sent)
         await rabbit_bus.publish_event(published, "email")
 
         # basic.get is refused on a quorum queue with single active consumer: consume instead
-        commands = await channel.get_queue(rabbit_bus.commands_queue_name, ensure=False)
+        commands = await channel.get_queue(rabbit_bus.topology.commands_queue_name, ensure=False)
         taken: asyncio.Queue[aio_pika.abc.AbstractIncomingMessage] = asyncio.Queue()
         await commands.consume(taken.put)
         messages = [await asyncio.wait_for(taken.get(), TIMEOUT), await _get(tap)]
@@ -346,7 +346,7 @@ async def test_an_event_that_does_not_parse_is_dead_lettered_without_reaching_th
     await rabbit_bus.subscribe_events("telegram", "telegram.#", handler)
     async with await aio_pika.connect(amqp_url) as connection:
         channel = await connection.channel()
-        exchange = await channel.get_exchange(rabbit_bus.events_exchange_name, ensure=False)
+        exchange = await channel.get_exchange(rabbit_bus.topology.events_exchange_name, ensure=False)
         await exchange.publish(aio_pika.Message(b'{"v": 1, "what": "no"}'), routing_key="telegram.public.g1")
     good = event()
     await rabbit_bus.publish_event(good, "telegram")
@@ -359,7 +359,7 @@ async def test_an_event_that_does_not_parse_is_dead_lettered_without_reaching_th
 async def test_a_command_no_queue_takes_raises_unroutable(rabbit_bus, amqp_url):
     async with await aio_pika.connect(amqp_url) as connection:
         channel = await connection.channel()
-        await channel.queue_delete(rabbit_bus.commands_queue_name, if_unused=False, if_empty=False)
+        await channel.queue_delete(rabbit_bus.topology.commands_queue_name, if_unused=False, if_empty=False)
     with pytest.raises(Unroutable):
         await rabbit_bus.send_command(command())
 
@@ -517,7 +517,7 @@ async def test_events_of_several_games_published_at_once_share_messages_and_keep
     async with await aio_pika.connect(amqp_url) as connection:
         channel = await connection.channel()
         tap = await channel.declare_queue(exclusive=True)  # sees the broker messages themselves
-        await tap.bind(rabbit_bus.events_exchange_name, routing_key="#")
+        await tap.bind(rabbit_bus.topology.events_exchange_name, routing_key="#")
         messages: list[tuple[str, list[tuple[str, int]]]] = []
 
         async def take(message: aio_pika.abc.AbstractIncomingMessage) -> None:
@@ -661,7 +661,7 @@ async def test_events_handled_are_acknowledged_and_a_new_subscriber_of_the_same_
 async def test_a_stuck_subscription_does_not_hold_back_another_subscriptions_acknowledgements(make_rabbit_bus):
     """Bulk acks are per channel: each subscription has its own, so a subscription stuck on an event
     neither delays the others' acks nor gets its own deliveries acknowledged by them."""
-    first = await make_rabbit_bus()
+    first = await make_rabbit_bus(shutdown_grace=0.2)
     release = asyncio.Event()
     stuck_on: list[EventEnvelope] = []
 
@@ -676,7 +676,6 @@ async def test_a_stuck_subscription_does_not_hold_back_another_subscriptions_ack
         await first.publish_event(event("g1", AudienceKind.PUBLIC, seq), "email")
         await first.publish_event(event("g1", AudienceKind.PUBLIC, seq), "telegram")
     await eventually(lambda: len(fast) == 20 and stuck_on, "the fast subscription handled everything")
-    first.shutdown_grace = 0.2
     await first.close()  # the stuck handler is cancelled: its events stay unacknowledged
 
     second = await make_rabbit_bus()

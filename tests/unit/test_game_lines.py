@@ -1,4 +1,4 @@
-"""The order a ``by_game`` subscription hands events over in (shared/bus/rabbit.py, ``_GameLocks``): each
+"""The order a ``by_game`` subscription hands events over in (shared/bus/rabbit/ordering.py, ``GameLocks``): each
 game's messages one at a time in delivery order, other games' alongside, and a message carrying several
 games' events waiting its turn in each of them."""
 
@@ -9,13 +9,13 @@ import random
 
 import pytest
 
-from shared.bus.rabbit import _GameLocks
+from shared.bus.rabbit.ordering import GameLocks
 
 
 async def _run(messages: list[tuple[str, ...]], *, seed: int) -> tuple[list[tuple[int, str]], int]:
     """Each message a task started in delivery order, as the bus starts them; each handles its games for a
     random while. Returns (game, message index) in the order handled, and the most run at once."""
-    locks, rng = _GameLocks(), random.Random(seed)
+    locks, rng = GameLocks(), random.Random(seed)
     handled: list[tuple[int, str]] = []
     running = peak = 0
 
@@ -48,7 +48,7 @@ async def test_each_games_messages_are_handled_in_delivery_order_with_batches_am
 
 
 async def test_one_game_waits_for_a_batch_holding_it_while_others_go_on() -> None:
-    locks = _GameLocks()
+    locks = GameLocks()
     log: list[str] = []
     release = asyncio.Event()
 
@@ -71,7 +71,7 @@ async def test_one_game_waits_for_a_batch_holding_it_while_others_go_on() -> Non
 
 
 async def test_a_cancelled_waiter_does_not_block_the_game() -> None:
-    locks = _GameLocks()
+    locks = GameLocks()
     release = asyncio.Event()
     done: list[str] = []
 

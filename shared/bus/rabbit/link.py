@@ -1,0 +1,85 @@
+"""The bus's one connection to the broker: aio-pika's robust connection, which reconnects by itself
+and restores the channels, their QoS and what was declared on them; and what the bus says of it
+(a loss once, the return once)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import aio_pika
+import aiormq
+from aio_pika.abc import AbstractChannel, AbstractRobustConnection
+from aio_pika.exceptions import AMQPError, ChannelInvalidStateError
+
+from shared import quiet
+
+log = logging.getLogger(__package__)  # the bus speaks under one name, "shared.bus.rabbit", whichever piece
+quiet.install()  # a broker restart is one line lost, one line back: see quiet.py
+
+#: seconds between reconnection attempts (overridable with ?reconnect_interval= in AMQP_URL)
+RECONNECT_INTERVAL = 0.5
+#: what a handler meets when the broker connection goes away under it
+CONNECTION_ERRORS = (AMQPError, ChannelInvalidStateError, ConnectionError, aiormq.exceptions.AMQPError)
+#: how long closing waits for the broker to cancel a consumer or close a channel
+CLOSE_TIMEOUT = 5.0
+
+
+class BrokerLink:
+    """The connection while the bus is started (``connection``, None before and after), whether it is
+    lost right now (``lost``: told once, not per command in flight) and whether we are closing it."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.connection: AbstractRobustConnection | None = None
+        self.lost = False
+        self._closing = False
+
+    async def open(self) -> AbstractRobustConnection:
+        self._closing = False
+        # back within a second of the broker (aio-pika waits 5 s between tries by default)
+        extra = {} if "reconnect_interval" in self.url else {"reconnect_interval": RECONNECT_INTERVAL}
+        self.connection = await aio_pika.connect_robust(self.url, **extra)
+        self.connection.close_callbacks.add(self._on_connection_lost)
+        self.connection.reconnect_callbacks.add(self._on_reconnected)
+        return self.connection
+
+    def require(self) -> AbstractRobustConnection:
+        if self.connection is None:
+            raise RuntimeError("RabbitBus is not started: await bus.start() first")
+        return self.connection
+
+    @property
+    def connected(self) -> bool:
+        """Open and not reconnecting right now."""
+        return self.connection is not None and self.connection.connected.is_set()  # type: ignore[attr-defined]
+
+    def closing(self) -> None:
+        """Our own close begins: the connection's end is no loss to report."""
+        self._closing = True
+
+    async def close(self) -> None:
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            await connection.close()
+
+    def _on_connection_lost(self, _sender=None, error: BaseException | None = None, *_args) -> None:
+        if not self.lost and not self._closing:
+            self.lost = True
+            why = f" ({' '.join(str(error).split())[:200]})" if error else ""
+            log.warning("RabbitMQ connection lost%s: reconnecting every %s s (commands in flight are "
+                        "delivered again)", why, RECONNECT_INTERVAL)
+
+    def _on_reconnected(self, *_args) -> None:
+        if self.lost:
+            log.info("RabbitMQ connection back")
+        self.lost = False
+
+
+async def close_channel(channel: AbstractChannel | None) -> None:
+    """Close a channel, if it is open, for a while at most; one line if the broker does not answer."""
+    if channel is not None and not channel.is_closed:
+        try:
+            await asyncio.wait_for(channel.close(), CLOSE_TIMEOUT)
+        except Exception:
+            log.warning("could not close a channel cleanly", exc_info=True)
