@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.app import channel_map  # noqa: E402
+from services.channels import channel_map  # noqa: E402
 from services.engine.service import EngineService  # noqa: E402
 from services.engine.simulate import random_command  # noqa: E402
 from services.engine.store import Store  # noqa: E402

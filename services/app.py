@@ -17,48 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
 
-from shared.channels import ChannelMap
+from services.channels import CHANNELS, channel_map, spec
 from shared.config import Settings
 from shared.ops import readiness, serve_ops
 from shared.runtime import StartupError, one_line, retry, settle_gc, stop_on_signal
 
 log = logging.getLogger("avalon")
-
-
-@dataclass(frozen=True)
-class ChannelSpec:
-    name: str
-    scheme: str  # the channel's player ids start with it and a colon: ``tg:123``
-    configured_by: str  # the setting that turns it on
-    how: str  # one line: how a host adds it
-
-
-CHANNELS = (
-    ChannelSpec("telegram", "tg", "telegram_bot_token",
-                "set TELEGRAM_BOT_TOKEN (a bot made with @BotFather) to play in Telegram groups"),
-    ChannelSpec("email", "mail", "email_address",
-                "set EMAIL_ADDRESS, EMAIL_SECRET and the SMTP_* and IMAP_* settings to play by email"),
-)
-
-#: Channels without a gateway here that the engine routes events to all the same (channel -> its
-#: players' scheme): ``test``, whose scripted players (``test:...``) the benchmarks, the fault suite and
-#: a stack's smoke test play, and ``cli``, which mints no player ids.
-UNGATED_CHANNELS: dict[str, str | None] = {"test": "test", "cli": None}
-
-
-def channel_map() -> ChannelMap:
-    """The channels as the engine knows them, from this registry: each one's scheme, where events may
-    go, and which are gateways that speak only for their own players."""
-    gateways = {spec.name: spec.scheme for spec in CHANNELS}
-    schemes = {scheme: name for name, scheme in {**gateways, **UNGATED_CHANNELS}.items() if scheme}
-    return ChannelMap(schemes=schemes, routed=frozenset(gateways) | frozenset(UNGATED_CHANNELS),
-                      gateways=frozenset(gateways))
-
-
-def configured_channels(settings: Settings) -> list[str]:
-    return [c.name for c in CHANNELS if getattr(settings, c.configured_by)]
 
 
 # -- the parts ---------------------------------------------------------------------------
@@ -224,10 +189,8 @@ class App:
 
     async def _start(self, stack: contextlib.AsyncExitStack) -> None:
         s = self.settings
-        if "email" in self.channels:  # a missing setting is said at once, not after the broker answers
-            from services.email_gateway.main import check_settings
-
-            check_settings(s)
+        for name in self.channels:  # a missing setting is said at once, not after the broker answers
+            spec(name).check_settings(s)
         bus = await start_bus(s, self.embedded)
         stack.push_async_callback(bus.close)
         for name in self.channels:  # subscribed before the engine publishes: nothing is missed
@@ -253,21 +216,9 @@ class App:
         log.info("engine ready: database %s", _safe_url(url))
 
     async def _start_channel(self, stack, name: str, bus) -> None:
-        if name == "telegram":
-            from services.telegram_gateway.main import TelegramRunner
-
-            runner = TelegramRunner(self.settings, bus, on_fatal=self.fail)
-            await runner.start()
-            stack.push_async_callback(runner.stop)
-            return
-        if name == "email":
-            from services.email_gateway.main import EmailRunner
-
-            runner = EmailRunner(self.settings, bus, on_fatal=self.fail)
-            await runner.start()
-            stack.push_async_callback(runner.stop)
-            return
-        raise StartupError(f"unknown channel {name!r}")  # pragma: no cover - CHANNELS lists them
+        runner = spec(name).load_runner()(self.settings, bus, on_fatal=self.fail)
+        await runner.start()
+        stack.push_async_callback(runner.stop)
 
     def _say_channels(self) -> None:
         running = set(self.channels)

@@ -59,7 +59,7 @@ class Grant:
 
 def gateways() -> tuple[str, ...]:
     """Every channel a gateway serves (each gets a user): the composition root's list."""
-    from services.app import CHANNELS
+    from services.channels import CHANNELS
 
     return tuple(channel.name for channel in CHANNELS)
 

@@ -30,16 +30,16 @@ def _serve(**what):
 
     def run(args) -> int:
         from services import app
+        from services import channels as registry
 
         settings = _settings()
         _logging(settings.log_level)
         channels = what.get("channels")
         if channels is None:  # avalon run: every configured channel
-            channels = app.configured_channels(settings)
+            channels = registry.configured_channels(settings)
         for name in channels:
-            if not getattr(settings, next(c.configured_by for c in app.CHANNELS if c.name == name)):
-                how = next(c.how for c in app.CHANNELS if c.name == name)
-                raise StartupError(f"the {name} channel is not configured: {how}")
+            if not getattr(settings, registry.spec(name).configured_by):
+                raise StartupError(f"the {name} channel is not configured: {registry.spec(name).how}")
         _run_async(app.run_app(settings, embedded=what.get("embedded", False), engine=what.get("engine", False),
                                channels=channels))
         return 0
@@ -109,10 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "in-process bus, SQLite").set_defaults(run=_serve(embedded=True, engine=True))
     sub.add_parser("engine", help="run the engine service alone on RabbitMQ (compose)").set_defaults(
         run=_serve(engine=True, channels=[]))
-    sub.add_parser("telegram", help="run the Telegram gateway alone on RabbitMQ (compose)").set_defaults(
-        run=_serve(channels=["telegram"]))
-    sub.add_parser("email", help="run the email gateway alone on RabbitMQ (compose)").set_defaults(
-        run=_serve(channels=["email"]))
+    from services.channels import CHANNELS
+
+    for channel in CHANNELS:
+        sub.add_parser(channel.name, help=f"run the {channel.title} gateway alone on RabbitMQ (compose)"
+                       ).set_defaults(run=_serve(channels=[channel.name]))
     sub.add_parser("migrate", help="bring the database schema up to date, then exit").set_defaults(run=_migrate)
     from services import broker_users
 

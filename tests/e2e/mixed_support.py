@@ -15,7 +15,7 @@ from aiogram.client.default import DefaultBotProperties
 
 from services.email_gateway.wording import Intent, link_body, parse
 from services.engine.deadlines import DeadlineScheduler
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.telegram_gateway.gateway import TelegramGateway
 from services.telegram_gateway.sender import Limits

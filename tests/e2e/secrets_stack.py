@@ -26,7 +26,7 @@ from services.email_gateway.gateway import EmailGateway
 from services.email_gateway.smtp import SmtpSender
 from services.email_gateway.tokens import Tokens
 from services.engine.deadlines import DeadlineScheduler
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from shared.bus import InProcessBus

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from services.engine.deadlines import DeadlineScheduler
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from shared.bus.rabbit import RabbitBus

@@ -246,7 +246,7 @@ async def test_the_engine_believes_a_gateway_only_for_its_own_channel_and_its_ow
     game's commands. Its own player acting is applied; the same user claiming to be a mail player,
     the email channel or the scheduler is dead-lettered and changes nothing; and a publisher cannot
     claim another broker user (RabbitMQ itself refuses a ``user_id`` that is not the login's)."""
-    from services.app import channel_map
+    from services.channels import channel_map
     from services.engine.service import EngineService
     from services.engine.store import Store
 

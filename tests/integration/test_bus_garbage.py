@@ -23,7 +23,7 @@ import pytest
 from sqlalchemy import select
 
 from services.engine.deadlines import DeadlineScheduler
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.simulate import random_command
 from services.engine.store import Store

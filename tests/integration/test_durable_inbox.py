@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from shared.bus import InProcessBus, PoisonMessage
 from shared.bus.inbox import INBOX, InboxMissing
 from shared.protocol import CommandEnvelope
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 

@@ -16,7 +16,7 @@ from shared.protocol import EVENT_MODELS, CommandEnvelope, EventEnvelope, to_cor
 from services.engine.deadlines import DeadlineScheduler
 from services.engine import moves as moves_module
 from services.engine.rules import Phase, replay_events
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from services.engine.tables import GameRow

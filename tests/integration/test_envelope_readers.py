@@ -12,7 +12,7 @@ from aiogram.client.default import DefaultBotProperties
 from shared.bus import InProcessBus
 from shared.protocol import CommandEnvelope, EventEnvelope, Person
 from services.engine.deadlines import DeadlineScheduler
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from services.telegram_gateway.gateway import TelegramGateway

@@ -8,7 +8,7 @@ import asyncio
 import random
 
 from services.engine.deadlines import DeadlineScheduler
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from tests.integration.test_two_channels import act, send

@@ -11,7 +11,7 @@ from shared.bus import InProcessBus
 from shared.narration.render import Context, Narrator, Recipient
 from shared.protocol import CommandEnvelope, EventEnvelope
 from services.engine.deadlines import DeadlineScheduler
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 

@@ -17,7 +17,7 @@ from shared.ops import Readiness, serve_ops
 from shared.protocol import from_core_command
 from services.engine.deadlines import DeadlineScheduler
 from services.engine.rules import CreateGame, Join, Options, StartGame
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 

@@ -11,7 +11,7 @@ from alembic import command as alembic_command
 from alembic.config import Config
 from sqlalchemy import inspect, text
 
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from shared.bus import InProcessBus

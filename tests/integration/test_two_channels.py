@@ -9,7 +9,7 @@ import asyncio
 import random
 
 from services.engine.deadlines import DeadlineScheduler
-from services.app import channel_map
+from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from shared.bus import InProcessBus

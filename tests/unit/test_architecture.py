@@ -58,6 +58,8 @@ def test_every_wall_holds(walls):
     ("services.telegram_gateway.gateway", "services.email_gateway.gateway"),  # a gateway using another
     ("services.email_gateway.gateway", "services.engine.store"),  # a gateway using the engine
     ("services.engine.service", "services.telegram_gateway.gateway"),  # the engine using a gateway
+    ("services.console.channel", "services.engine.service"),  # the demo's channel using the engine
+    ("shared.delivery.pipeline", "services.telegram_gateway.channel"),  # the delivery core knowing a channel
 ])
 def test_the_floors_catch_an_import_that_runs_up_or_across(walls, importer, imported):
     graph, contracts = walls

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.app import CHANNELS, channel_map
+from services.channels import CHANNELS, channel_map
 from shared.channels import ChannelMap
 
 

@@ -1,0 +1,71 @@
+"""The registry of channels: one line per channel, the only place that names them all.
+
+A channel is its own package (``services/<channel>_gateway``) on the delivery core's interface
+(``shared/delivery/channel.py``), plus one line here: its name (the bus's routing key and its broker
+user's suffix), its players' id scheme, the setting that turns it on and how a host sets it, and
+the runner that starts it (imported only when the channel runs: aiogram takes seconds to load).
+From this list the composition root (``services/app.py``) starts the configured channels and tells
+the engine the map of schemes, ``avalon`` gets a command per channel, and ``avalon broker-users`` a
+user per gateway. The demo's console channel is not here: only ``avalon demo`` runs it."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from shared.channels import ChannelMap
+
+
+@dataclass(frozen=True)
+class ChannelSpec:
+    name: str
+    scheme: str  # the channel's player ids start with it and a colon: ``tg:123``
+    title: str  # how a host calls it
+    configured_by: str  # the setting that turns it on
+    how: str  # one line: how a host adds it
+    runner: str  # "module:Class" of its runner: Class(settings, bus, on_fatal=...) with start() and stop()
+    check: str | None = None  # "module:function" that checks its settings before anything starts
+
+    def load_runner(self):
+        return _load(self.runner)
+
+    def check_settings(self, settings) -> None:
+        if self.check is not None:
+            _load(self.check)(settings)
+
+
+CHANNELS = (
+    ChannelSpec("telegram", "tg", "Telegram", "telegram_bot_token",
+                "set TELEGRAM_BOT_TOKEN (a bot made with @BotFather) to play in Telegram groups",
+                "services.telegram_gateway.main:TelegramRunner"),
+    ChannelSpec("email", "mail", "email", "email_address",
+                "set EMAIL_ADDRESS, EMAIL_SECRET and the SMTP_* and IMAP_* settings to play by email",
+                "services.email_gateway.main:EmailRunner", check="services.email_gateway.main:check_settings"),
+)
+
+#: Channels without a gateway here that the engine routes events to all the same (channel -> its
+#: players' scheme): ``test``, whose scripted players (``test:...``) the benchmarks, the fault suite and
+#: a stack's smoke test play, and ``cli``, which mints no player ids.
+UNGATED_CHANNELS: dict[str, str | None] = {"test": "test", "cli": None}
+
+
+def spec(name: str) -> ChannelSpec:
+    return next(c for c in CHANNELS if c.name == name)
+
+
+def channel_map() -> ChannelMap:
+    """The channels as the engine knows them, from this registry: each one's scheme, where events may
+    go, and which are gateways that speak only for their own players."""
+    gateways = {c.name: c.scheme for c in CHANNELS}
+    schemes = {scheme: name for name, scheme in {**gateways, **UNGATED_CHANNELS}.items() if scheme}
+    return ChannelMap(schemes=schemes, routed=frozenset(gateways) | frozenset(UNGATED_CHANNELS),
+                      gateways=frozenset(gateways))
+
+
+def configured_channels(settings) -> list[str]:
+    return [c.name for c in CHANNELS if getattr(settings, c.configured_by)]
+
+
+def _load(path: str):
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
