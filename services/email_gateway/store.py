@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from shared.db import upsert
 
 from .imap import MailboxState
-from .tables import ContactRow, MailboxRow, SeenMailRow
+from .rows import ContactRow, MailboxRow, SeenMailRow
 
 
 def _now() -> datetime:

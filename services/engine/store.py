@@ -22,7 +22,7 @@ from services.engine.rules import GameState, replay_events
 
 from .conflicts import Conflict, Duplicate
 from .pg_batch import PgBatchWriter
-from .tables import EventRow, GameRow, PlayerAddressRow, PlayerRow, ProcessedCommand
+from .rows import EventRow, GameRow, PlayerAddressRow, PlayerRow, ProcessedCommand
 
 KEEP = object()  # commit(deadline_at=KEEP): the open phase's deadline stays as it is
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from sqlalchemy import select
 
 from shared.db import make_engine, migrate, upsert
-from shared.delivery.tables import GatewayStateRow
+from shared.delivery.rows import GatewayStateRow
 
 from .memory import Memory
 

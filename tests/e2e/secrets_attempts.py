@@ -10,7 +10,7 @@ from collections import Counter
 
 from sqlalchemy import select
 
-from services.email_gateway.tables import SeenMailRow
+from services.email_gateway.rows import SeenMailRow
 from services.email_gateway.words import email_words
 from services.engine.rules import Options, Preset
 from shared.game.events import Audience

@@ -88,7 +88,7 @@ class Table:
     async def outcome(self, message_id: str) -> str:
         from sqlalchemy import select
 
-        from services.email_gateway.tables import SeenMailRow
+        from services.email_gateway.rows import SeenMailRow
 
         async def seen():
             async with self.narrator.store.engine.connect() as conn:

@@ -27,7 +27,7 @@ from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.simulate import random_command
 from services.engine.store import Store
-from services.engine.tables import GameRow
+from services.engine.rows import GameRow
 from shared.protocol import EventEnvelope, from_core_command
 
 from .conftest import rabbit_buses, require_rabbitmq

@@ -12,9 +12,9 @@ import asyncio
 
 from sqlalchemy import delete, func, select
 
-from services.email_gateway.tables import MailboxRow, SeenMailRow
+from services.email_gateway.rows import MailboxRow, SeenMailRow
 from services.email_gateway.words import email_words
-from services.engine.tables import GameRow
+from services.engine.rows import GameRow
 from shared.throttle import Throttle
 from tests.e2e.email_support import Narrator, wait_until
 from tests.integration.test_email_imap import flags_and_subjects, strip_flags

@@ -19,7 +19,7 @@ from shared.protocol import CommandEnvelope, from_core_command
 from services.engine.rules import CastVote, Phase
 from services.engine.simulate import random_command
 from services.engine.store import Store
-from services.engine.tables import GameRow, ProcessedCommand
+from services.engine.rows import GameRow, ProcessedCommand
 
 from .conftest import rabbit_buses, require_rabbitmq
 from .engine_support import create_pg_database, drop_pg_database, lobby_commands, wait_processed

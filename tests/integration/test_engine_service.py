@@ -19,7 +19,7 @@ from services.engine.rules import Phase, replay_events
 from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
-from services.engine.tables import GameRow
+from services.engine.rows import GameRow
 
 from .engine_support import (
     lobby_commands,
