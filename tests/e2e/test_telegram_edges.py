@@ -146,6 +146,37 @@ async def test_two_quick_settings_presses_both_count(world):
     assert button("Morgana")["text"].startswith("▫️")
 
 
+async def test_with_lancelot_at_five_the_screen_ticks_what_is_dealt_and_the_game_deals_what_it_showed(world):
+    """docs/rules.md sections 2 and 6: five players with Lancelot are dealt Merlin, Percival, the two
+    Lancelots and the Assassin. The screen ticks Percival alone (Morgana has no seat), and with Percival
+    taken off the game deals the Assassin, not Morgana: what the screen showed."""
+    fake, group, users, gateway = world
+    await lobby_of(fake, group, users[:5])
+    await users[0].send(group, "/settings")
+    panel = await fake.wait_for_message(group, timeout=10,
+                                        where=lambda m: any(d.startswith("s:") for d in m.callback_data))
+
+    def button(name: str) -> dict:
+        return next(b for b in panel.buttons if b["text"].endswith(name) or b["text"].startswith(name))
+
+    def ticked() -> set[str]:
+        roles = ("Percival", "Morgana", "Mordred", "Oberon")
+        return {r for r in roles if button(r)["text"].startswith("✅")}
+
+    assert ticked() == {"Percival", "Morgana"}, "the standard set for five, without Lancelot"
+    await users[0].press(panel, button("Lancelot")["callback_data"])
+    await fake.wait_for(lambda: "1" in button("Lancelot")["text"], timeout=10, what="Lancelot variant 1 shown")
+    await fake.wait_for(lambda: ticked() == {"Percival"}, timeout=10, what="the screen showing what is dealt")
+    await users[0].press(panel, button("Percival")["callback_data"])
+    await fake.wait_for(lambda: ticked() == set(), timeout=10, what="Percival off")
+    await users[0].send(group, "/startgame")
+    begins = await fake.wait_for_message(group, "The game begins", timeout=15)
+    roles = next(line for line in begins.text.splitlines() if line.startswith("Roles in play"))
+    for dealt in ("Merlin", "Good Lancelot", "the Assassin", "Evil Lancelot"):
+        assert dealt in roles
+    assert "Morgana" not in roles and "Percival" not in roles
+
+
 async def test_status_rules_help_mygames_and_lang_answer(world):
     fake, group, users, gateway = world
     await started_game(fake, group, users[:5])
