@@ -41,7 +41,6 @@ class TelegramGateway:
     def __init__(self, bot: Bot, bus: Bus, *, database_url: str, limits: Limits | None = None, bot_username: str = "",
                  throttle: Throttle | None = None) -> None:
         self.bot = bot
-        self.bus = bus
         self.bot_username = bot_username
         self.memory = Memory()
         self.speech = Speech(self.memory)
@@ -58,6 +57,10 @@ class TelegramGateway:
         self.book: GameBook | None = None  # with the outbox, once started
         self.pipeline: Pipeline | None = None
         self._opened = asyncio.Event()
+
+    @property
+    def bus(self) -> Bus:
+        return self.commands.bus
 
     @property
     def narrator(self):
