@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from shared import ops
 from shared.db import upsert
 
-from .tables import ChannelGameRow, HandledEvent, OutboxRow, SlotRow
+from ..tables import ChannelGameRow, HandledEvent, OutboxRow, SlotRow
 
 log = logging.getLogger(__name__)
 
