@@ -544,7 +544,7 @@ async def play(servers: MailServers, args, games: list, seed: int, deadline: flo
                "outbox": await narrator.gateway.outbox.counts(), "rss": (rss_before, rss_mb()),
                "narrator": narrator.address, "cpu": cpus, "load": os.getloadavg()[0]}
         gw = narrator.gateway
-        out["held"] = deep_size(gw.games, gw.roster, gw.profiles, gw.outbox._queues, gw.outbox._slots)
+        out["held"] = deep_size(gw.games, gw.roster, gw.profiles, gw.outbox.queues.waiting, gw.outbox.slots)
         if profile:
             profile.disable()
             profile.dump_stats(args.profile)

@@ -1,11 +1,8 @@
 """Outbound delivery: a queue per chat within Telegram's limits, and nothing dropped silently.
 
-- about 1 message a second per chat, 20 a minute per group, 30 a second in all (configurable);
-- a 429 (``TelegramRetryAfter``) pauses that chat until its ``retry_after`` has passed: no send
-  or edit to it goes before (the pause is remembered by the pacing, not only by the job that got
-  it); 429s for two chats at once are taken as the bot's global limit and pause every chat;
-  then the message is tried again (429s do not use up its retries). The pause holds back, and
-  is learnt from, every call through the bot (a request middleware), not only the Sender's own;
+- each message waits for its turn within Telegram's limits and the 429 pauses (``pacing.py``);
+  a 429 pauses that chat (or every chat) and the message is tried again (429s do not use up its
+  retries);
 - a group migrated to a supergroup is followed to its new id; network errors are retried with backoff;
 - plain announcements waiting for the same chat are merged into one message (not replies);
 - a 403 (the player blocked the bot or never started it) is reported to ``on_forbidden``
@@ -19,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
@@ -34,55 +30,19 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramServerError,
 )
-from aiogram.methods import (
-    AnswerCallbackQuery,
-    DeleteMessage,
-    EditMessageReplyMarkup,
-    EditMessageText,
-    GetMe,
-    GetUpdates,
-    SendMessage,
-)
-from aiogram.methods.base import Response
 from aiogram.types import ReplyParameters
 
 from shared import ops
+
+from .api_calls import hold_response_models, late_answer
+from .pacing import HoldBack, Limits, Pacing
+
+__all__ = ["Limits", "Sender", "hold_response_models"]
 
 log = logging.getLogger(__name__)
 MAX_TEXT = 4096
 _DEAD = ops.DEAD_MESSAGES.labels(service="telegram", channel="telegram")
 _ERROR_SEND = ops.ERRORS.labels(service="telegram", where="send")
-
-
-#: The Bot API methods Telegram's flood control counts: what a 429's pause holds back.
-FLOOD_COUNTED = {
-    "SendMessage", "EditMessageText", "EditMessageReplyMarkup", "EditMessageCaption", "EditMessageMedia",
-    "SendPhoto", "SendDocument", "SendAnimation", "SendAudio", "SendVideo", "SendVoice", "SendSticker",
-    "SendPoll", "SendDice", "SendMediaGroup", "SendLocation", "SendContact", "CopyMessage", "ForwardMessage",
-}
-
-
-#: aiogram reads every answer of the Bot API with ``Response[<the method's result type>]``, a pydantic
-#: generic model that pydantic keeps only weakly: once the garbage collector has taken it, the next
-#: call builds it again (about 8 ms of CPU, the event loop blocked; 253 times in two 8-player test
-#: games). Held here (``hold_response_models``), the models of the calls the gateway makes are built once.
-_RESPONSE_MODELS: list[type] = []
-
-
-def hold_response_models() -> None:
-    if not _RESPONSE_MODELS:
-        methods = (SendMessage, EditMessageText, EditMessageReplyMarkup, AnswerCallbackQuery, DeleteMessage,
-                   GetUpdates, GetMe)
-        _RESPONSE_MODELS.extend(Response[m.__returning__] for m in methods)
-
-
-@dataclass
-class Limits:
-    per_chat_interval: float = 1.0
-    group_per_minute: int = 20
-    global_per_second: int = 30
-    retries: int = 6
-    flood_retries: int = 50  # 429s a message may meet before it is given up on
 
 
 @dataclass
@@ -106,20 +66,15 @@ class Sender:
         self.on_forbidden = on_forbidden
         self.on_failure = on_failure
         self.on_migrate = on_migrate
-        self.migrated: dict[int, int] = {}
+        self.migrated: dict[int, int] = {}  # a group's old id -> its supergroup's (kept, not replaced)
+        self.pacing = Pacing(self.limits)
         self._queues: dict[int, deque[_Job]] = {}
-        self._wakeups: dict[int, asyncio.Event] = {}
         self._workers: dict[int, asyncio.Task] = {}
-        self._last_sent: dict[int, float] = {}
-        self._group_window: dict[int, deque[float]] = {}
-        self._global_window: deque[float] = deque()
-        self._paused_until: dict[int, float] = {}  # chat -> when its latest 429's retry_after has passed
-        self._all_paused_until = 0.0  # the same for a global 429: every chat
         self._queued = 0  # submitted, not yet delivered or given up on (the queue gauge's share of this sender)
         session = getattr(bot, "session", None)
         if session is not None and hasattr(session, "middleware"):
-            session.middleware(self._hold_back)
-            session.middleware(_late_answer)
+            session.middleware(HoldBack(self.pacing, self.migrated))
+            session.middleware(late_answer)
         hold_response_models()
 
     # -- public API ------------------------------------------------------------------
@@ -157,7 +112,6 @@ class Sender:
         self._queues.setdefault(job.chat_id, deque()).append(job)
         self._queued += 1
         ops.TELEGRAM_QUEUE.inc()
-        self._wakeups.setdefault(job.chat_id, asyncio.Event()).set()
         worker = self._workers.get(job.chat_id)
         if worker is None or worker.done():
             self._workers[job.chat_id] = asyncio.create_task(self._work(job.chat_id))
@@ -199,7 +153,7 @@ class Sender:
         attempt = floods = 0
         while attempt < self.limits.retries and floods <= self.limits.flood_retries:
             attempt += 1
-            await self._wait_for_slot(job.chat_id)
+            await self.pacing.wait_for_turn(job.chat_id)
             try:
                 if job.kind == "send" and job.reply_to is not None:
                     sent = await self.bot.send_message(
@@ -219,7 +173,7 @@ class Sender:
                 ops.TELEGRAM_FAILED.inc()
                 attempt -= 1  # Telegram said when: not a failure of this message
                 floods += 1
-                everyone = self._pause(job.chat_id, error.retry_after)
+                everyone = self.pacing.pause(job.chat_id, error.retry_after)
                 log.warning("429 for chat %s: %s waits %s s", job.chat_id, "every chat" if everyone else "it",
                             error.retry_after)
             except TelegramMigrateToChat as error:
@@ -258,62 +212,6 @@ class Sender:
             await self.on_failure(job.chat_id, job.text or "")
         return None
 
-    async def _hold_back(self, make_request: Any, bot: Any, method: Any) -> Any:
-        """The bot's request middleware: a send or edit to a chat waits until a 429's pause for it
-        (or for every chat) has passed, and a 429 it meets pauses that chat. So a call made outside
-        the queue (say, removing the buttons of a message just pressed) keeps the pause too."""
-        chat = getattr(method, "chat_id", None) if type(method).__name__ in FLOOD_COUNTED else None
-        if not isinstance(chat, int):
-            return await make_request(bot, method)
-        chat = self.migrated.get(chat, chat)
-        while (wait := max(self._paused_until.get(chat, 0.0), self._all_paused_until) - time.monotonic()) > 0:
-            await asyncio.sleep(wait)
-        try:
-            return await make_request(bot, method)
-        except TelegramRetryAfter as error:
-            self._pause(chat, error.retry_after)
-            raise
-
-    def _pause(self, chat_id: int, retry_after: float) -> bool:
-        """Remember a 429: nothing goes to ``chat_id`` until ``retry_after`` has passed, and nothing
-        to any chat when another chat is paused by a 429 too (the bot's global limit). Whether
-        every chat was paused."""
-        now = time.monotonic()
-        until = now + max(float(retry_after), 0.0)
-        everyone = any(other != chat_id and end > now for other, end in self._paused_until.items())
-        self._paused_until[chat_id] = max(self._paused_until.get(chat_id, 0.0), until)
-        if everyone:
-            self._all_paused_until = max(self._all_paused_until, until)
-        for other, end in list(self._paused_until.items()):
-            if end <= now:
-                del self._paused_until[other]
-        return everyone
-
-    async def _wait_for_slot(self, chat_id: int) -> None:
-        limits = self.limits
-        while True:
-            now = time.monotonic()
-            wait = self._last_sent.get(chat_id, -1e9) + limits.per_chat_interval - now
-            wait = max(wait, self._paused_until.get(chat_id, 0.0) - now, self._all_paused_until - now)
-            if chat_id < 0:
-                window = self._group_window.setdefault(chat_id, deque())
-                while window and window[0] <= now - 60:
-                    window.popleft()
-                if len(window) >= limits.group_per_minute:
-                    wait = max(wait, window[0] + 60 - now)
-            while self._global_window and self._global_window[0] <= now - 1:
-                self._global_window.popleft()
-            if len(self._global_window) >= limits.global_per_second:
-                wait = max(wait, self._global_window[0] + 1 - now)
-            if wait <= 0:
-                break
-            await asyncio.sleep(wait)
-        now = time.monotonic()
-        self._last_sent[chat_id] = now
-        if chat_id < 0:
-            self._group_window.setdefault(chat_id, deque()).append(now)
-        self._global_window.append(now)
-
 
 def _plain(job: _Job) -> bool:
     """An announcement that may be merged with its neighbours: a send with no buttons, no reply."""
@@ -325,17 +223,3 @@ def _relay(target: asyncio.Future):
         if not target.done():
             target.set_result(source.result() if not source.exception() else None)
     return copy
-
-
-async def _late_answer(make_request: Any, bot: Any, method: Any) -> Any:
-    """The bot's request middleware: an answer to a button press that Telegram no longer takes (the
-    press is too old, or was answered already) is not a failure of the press. Such a press comes again
-    after a restart: the gateway was killed while handling it, so Telegram was not told it was done.
-    The answer only stops the button's spinner; the press itself is still handled."""
-    try:
-        return await make_request(bot, method)
-    except TelegramBadRequest as error:
-        if type(method).__name__ != "AnswerCallbackQuery" or "query" not in str(error).lower():
-            raise
-        log.info("a button press was answered too late (%s): handled all the same", error.message)
-        return True
