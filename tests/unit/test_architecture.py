@@ -4,6 +4,7 @@ every contract holds on the code as it is, and each one would catch the violatio
 
 from __future__ import annotations
 
+import ast
 import os
 import tomllib
 from copy import deepcopy
@@ -88,3 +89,53 @@ def test_the_cycle_wall_catches_two_modules_importing_each_other(walls):
     graph.add_import(importer="services.engine.conflicts", imported="services.engine.store", line_number=1,
                      line_contents="planted")
     assert _broken(_named(contracts, "No import cycle"), graph)
+
+
+#: What declares data rather than does something: its fields are the declaration (a game's state, a
+#: view, an event, a table's row, the settings), not collaborators an object juggles.
+RECORD_BASES = {"BaseModel", "SQLModel", "BaseSettings", "Body", "Enum", "CallbackData", "Protocol", "Exception"}
+MOST_LINES, MOST_ATTRIBUTES = 400, 12
+
+
+def _is_record(node: ast.ClassDef) -> bool:
+    decorated = any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+    return decorated or any(ast.unparse(b).split(".")[-1] in RECORD_BASES for b in node.bases)
+
+
+def _attributes(node: ast.ClassDef) -> set[str]:
+    found = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in sub.targets if isinstance(sub, ast.Assign) else [sub.target]:
+                for part in ast.walk(target):
+                    if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "self":
+                        found.add(part.attr)
+    return found
+
+
+def _modules():
+    for folder in ("services", "shared"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if "migrations" not in path.parts:
+                yield path
+
+
+def test_no_module_is_past_400_lines_and_no_object_holds_more_than_12_attributes():
+    long, crowded = [], []
+    for path in _modules():
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > MOST_LINES:
+            long.append(f"{path.relative_to(ROOT)}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and not _is_record(node):
+                attributes = _attributes(node)
+                if len(attributes) > MOST_ATTRIBUTES:
+                    crowded.append(f"{path.relative_to(ROOT)}: {node.name} has {len(attributes)}")
+    assert not long and not crowded, "split by concept: " + "; ".join(long + crowded)
+
+
+def test_the_size_check_sees_a_crowded_object():
+    crowded = ast.parse("class Juggler:\n    def __init__(self):\n" + "".join(
+        f"        self.a{i} = {i}\n" for i in range(13)))
+    node = crowded.body[0]
+    assert not _is_record(node) and len(_attributes(node)) == 13

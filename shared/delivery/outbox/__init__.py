@@ -23,7 +23,7 @@ import logging
 from datetime import datetime
 from typing import Awaitable, Callable
 
-from . import rows
+from . import readback
 from .attempts import Attempts, Backoff
 from .marks import MARK_DELAY, SentMarks
 from .messages import Deliver, DeliverMerged, Outgoing, Row, Unavailable, Undeliverable
@@ -57,7 +57,7 @@ class Outbox:
         """Load the slots and send what was pending when the process last stopped."""
         async with self.engine.connect() as conn:
             await self.slots.load(conn)
-            pending = await rows.rows_in_state(conn, self.channel, "pending")
+            pending = await readback.rows_in_state(conn, self.channel, "pending")
         if pending:
             log.info("%s outbox: %d messages still to send from before the restart", self.channel, len(pending))
         self.queues.enqueue(pending)
@@ -103,11 +103,11 @@ class Outbox:
 
     async def counts(self) -> dict[str, int]:
         async with self.engine.connect() as conn:
-            return await rows.counts(conn, self.channel)
+            return await readback.counts(conn, self.channel)
 
     async def dead_rows(self) -> list[Row]:
         async with self.engine.connect() as conn:
-            return await rows.rows_in_state(conn, self.channel, "dead")
+            return await readback.rows_in_state(conn, self.channel, "dead")
 
     @property
     def pending(self) -> int:
