@@ -12,15 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from shared.delivery.channel import Game
+from shared.delivery.channel import GROUP_CHOICES, TALLIES, Game
 from shared.delivery.outbox import Outgoing, Row
 from shared.delivery.roster import Reader
 from shared.narration.render import Context, Narrator, Recipient
 from shared.protocol import EventEnvelope
 
-#: Events a group chat shows by editing a message in place (a tally) or not at all.
-QUIET = frozenset({"player_voted", "player_played_card"})
-GROUP_CHOICES = frozenset({"propose_team", "cast_vote"})  # chosen with the group's buttons
 SCHEME = "demo"
 
 
@@ -71,7 +68,7 @@ class ConsoleChannel:
 
     def draw(self, game: Game, envelope: EventEnvelope, readers: list[Reader]) -> list[Outgoing]:
         e = envelope.event
-        if e.type in QUIET:
+        if e.type in TALLIES:
             return []
         if e.type == "choices_offered" and {c.kind.value for c in e.choices} <= GROUP_CHOICES:
             return []

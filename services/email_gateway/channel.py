@@ -13,7 +13,7 @@ from typing import Awaitable, Callable
 
 from markupsafe import Markup
 
-from shared.delivery.channel import Game
+from shared.delivery.channel import TALLIES, Game
 from shared.delivery.outbox import Outgoing, Row, Unavailable, Undeliverable
 from shared.delivery.roster import Reader, Roster
 from shared.narration.render import Context, Narrator, Recipient, environment, pick_locale
@@ -29,7 +29,7 @@ from .words import email_words
 
 #: Shown in the group on Telegram; by mail they would be a mail each for nothing (a profile change
 #: is confirmed by the gateway's own answer to the mail that asked for it).
-QUIET = {"player_voted", "player_played_card", "profile_updated"}
+QUIET = TALLIES | {"profile_updated"}
 SCHEME = "mail"
 PREFIX = SCHEME + ":"
 NO_GAME = "-"  # the outbox's game for mail outside any game (an answer to a stranger)

@@ -14,7 +14,7 @@ from typing import Callable
 
 from aiogram.types import InlineKeyboardMarkup
 
-from shared.delivery.channel import Game
+from shared.delivery.channel import GROUP_CHOICES, Game
 from shared.delivery.outbox import Outgoing, Row, Undeliverable
 from shared.delivery.roster import Reader
 from shared.narration.render import glossary
@@ -25,10 +25,6 @@ from .memory import GroupGame, Memory
 from .sender import Sender
 from .settings_screen import settings_keyboard, settings_text
 from .speech import Speech
-
-#: Shown by editing a message in place (the tally) or not at all: no message per vote or card.
-QUIET = {"player_voted", "player_played_card"}
-
 
 def markup_json(markup: InlineKeyboardMarkup | None):
     return None if markup is None else markup.model_dump(mode="json", exclude_none=True)
@@ -188,7 +184,7 @@ class TelegramChannel:
         if "cast_vote" in kinds and own.vote_message is None:
             own.vote_message = self.to_group(game, self.tally(game), out, self.vote_keyboard(game),
                                              slot=f"vote:{game.table.game_id}:{e.phase_id}")
-        if kinds <= {"propose_team", "cast_vote"}:
+        if kinds <= GROUP_CHOICES:
             return True
         words = glossary(self.speech.locale(e.player, game))
         markup = keyboards.choices(game.table.game_id, e, self.memory.names, words["cards"],

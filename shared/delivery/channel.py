@@ -24,6 +24,13 @@ from .roster import Reader
 from .table import Table
 
 
+#: Events a table follows as a tally (a vote, a card played), not as a message of their own: a group
+#: channel edits its tally in place, mail and the console say nothing of them.
+TALLIES = frozenset({"player_voted", "player_played_card"})
+#: The choices a group makes with its group's buttons (the leader's picker, the vote), not in private.
+GROUP_CHOICES = frozenset({"propose_team", "cast_vote"})
+
+
 @dataclass
 class Game:
     """One game as a channel keeps it: the table every channel folds alike, and the channel's own part
