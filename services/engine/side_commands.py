@@ -17,7 +17,7 @@ from shared.protocol import (
     plausible_address,
     utcnow,
 )
-from services.engine.rules import Audience, Phase, Reason, pending_players, view
+from services.engine.rules import Audience, Phase, Reason, view
 from shared.game import events as core_events
 from shared.game.errors import reject
 
@@ -67,7 +67,7 @@ class SideCommands:
             return
         seq = loaded.version + 1
         body = PhaseReminder(phase=state.phase, phase_id=state.phase_id, seconds_left=env.command.seconds_left,
-                             waiting_for=pending_players(state))
+                             waiting_for=view(state, None).waiting_for)  # as the table may know it
         sent = dict(loaded.sent)
         event = self.envelopes.in_stream(env, loaded, sent, seq, body, audience_model(core_events.PUBLIC),
                                          state.players, at=utcnow())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
@@ -12,7 +13,7 @@ import pytest
 from sqlalchemy import update
 
 from shared.bus import InProcessBus
-from shared.protocol import EVENT_MODELS, CommandEnvelope, EventEnvelope, to_core_event
+from shared.protocol import EVENT_MODELS, CommandEnvelope, EventEnvelope, from_core_command, to_core_event
 from services.engine.deadlines import DeadlineScheduler
 from services.engine import moves as moves_module
 from services.engine.rules import Phase, replay_events
@@ -506,3 +507,34 @@ async def test_ids_a_flush_could_not_mark_are_marked_by_the_next(harness, monkey
     monkeypatch.setattr(harness.store, "mark_published", mark)
     await harness.engine.flush_published()
     assert await harness.store.unpublished(game_id="fm") == []
+
+
+async def test_a_reminder_in_a_private_assassination_does_not_name_the_shooter(harness):
+    """docs/rules.md section 5: with a private evil conference the table is not told who takes the
+    shot; the reminder before its deadline must not tell it either (it named the shooter to the group)."""
+    from shared.game import Card, CastVote, PlayCard
+    from services.engine.rules import Phase as P
+    from services.engine.simulate import random_command
+
+    for envelope in lobby_commands("g-shot", 5):
+        await harness.send_and_wait(envelope)
+    rng = random.Random(3)
+    for _ in range(400):  # everyone approves, every card succeeds: good wins three quests
+        state = (await harness.store.load("g-shot")).state
+        if state.phase is P.ASSASSINATION or state.over:
+            break
+        command = random_command(state, rng)
+        if isinstance(command, CastVote):
+            command = replace(command, approve=True)
+        elif isinstance(command, PlayCard) and Card.SUCCESS in state.allowed_cards(state.seat_of[command.actor]):
+            command = replace(command, card=Card.SUCCESS)
+        await harness.send_and_wait(from_core_command(command, "g-shot"))
+    state = (await harness.store.load("g-shot")).state
+    assert state.phase is P.ASSASSINATION and state.options.conference.value == "private"
+    await harness.send_and_wait(CommandEnvelope(
+        message_id="remind:g-shot", game_id="g-shot", actor="@scheduler", channel="scheduler",
+        phase_id=state.phase_id, command={"type": "remind_phase", "seconds_left": await seconds_left(harness.store,
+                                                                                                    "g-shot")}))
+    await harness.bus.idle()
+    reminder = next(e for e in harness.seen if e.game_id == "g-shot" and e.event.type == "phase_reminder")
+    assert reminder.event.waiting_for == (), "the shooter named to everyone"
