@@ -63,7 +63,7 @@ class EngineService:
         self.bus = bus
         self.clock = clock  # now, in UTC: deadlines are set and checked by it (a demo may run it fast)
         self.prefetch = prefetch  # commands in flight: what the next batch can take
-        self.trust = SenderTrust(channels, getattr(bus, "prefix", None))
+        self.trust = SenderTrust(channels, bus.prefix)
         self.deadlines = Deadlines(scheduler)
         # a batch's games stay cached while it is decided
         self.games = GameCache(store, max(cache_size, 2 * max_batch))

@@ -31,6 +31,9 @@ class Unroutable(Exception):
 
 class Bus(Protocol):
     delivery_limit: int
+    #: the names' prefix on a broker, whose per-service users are ``<prefix>-<role>`` (the engine checks a
+    #: command's publisher by it); None on a bus that has no broker users (the in-process bus)
+    prefix: str | None
 
     async def start(self) -> None: ...
 

@@ -28,6 +28,7 @@ class InProcessBus:
     def __init__(self, *, delivery_limit: int = 5, inbox_url: str | None = None,
                  confirm_events: float | None = None) -> None:
         self.delivery_limit = delivery_limit
+        self.prefix: str | None = None  # no broker users here: every sender is the process itself
         #: publish_events returns once the subscribers have handled the events (at most this many
         #: seconds): what the engine marks published is then already in a channel's outbox, as
         #: RabbitMQ's durable queues hold it, so a kill in between loses no event (``avalon run``)
