@@ -82,6 +82,30 @@ async def test_messages_go_out_in_order_per_recipient_and_a_redelivered_event_ad
     await box.close()
 
 
+async def test_idle_waits_for_the_marks_being_written_not_only_for_the_sends(database):
+    """A mark's transaction in flight (here held up by another writer's lock) still counts as work:
+    idle() returns only once the table says sent (the row read back right after it must not be pending)."""
+    channel = Channel()
+    channel.hold.clear()
+    box = outbox(database, channel)
+    await box.start()
+    assert await box.stage("g:1", "g", say("ann", "one"))
+    async with database.connect() as other:  # another writer holds the table while the mark is written
+        if database.dialect.name == "sqlite":
+            await other.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            await other.exec_driver_sql("SELECT id FROM delivery_outbox FOR UPDATE")
+        channel.hold.set()
+        idle = asyncio.ensure_future(box.idle())
+        await asyncio.sleep(0.4)
+        assert channel.wire == [("ann", "one")], "sent at once"
+        assert not idle.done(), "its mark is not written yet, so the outbox is not idle"
+        await other.rollback()
+    await idle
+    assert await box.counts() == {"sent": 1}
+    await box.close()
+
+
 async def test_a_failing_send_is_retried_then_dead_and_reported_while_the_next_messages_still_go(database):
     channel = Channel()
     channel.fail["flaky"] = 2  # two failures, then it goes

@@ -32,6 +32,7 @@ class SentMarks:
         self.slots = slots
         self._marks: list[dict[str, Any]] = []  # messages sent, their rows not yet marked so
         self._writer: asyncio.Task | None = None
+        self._writing = False  # marks taken from the list, their transaction not committed yet
 
     def sent(self, row: Row, ref: str | None) -> None:
         """Sent: known at once (an edit of its slot finds it); marked in the table with the others
@@ -45,8 +46,8 @@ class SentMarks:
 
     @property
     def waiting(self) -> bool:
-        """Whether something sent is not marked so in the table yet."""
-        return bool(self._marks) or self.slots.unwritten
+        """Whether something sent is not marked so in the table yet (waiting, or being written)."""
+        return bool(self._marks) or self.slots.unwritten or self._writing
 
     async def close(self) -> None:
         """Write what is waiting now; what cannot be written is sent again on the next start."""
@@ -79,10 +80,11 @@ class SentMarks:
             failing, delay = False, MARK_DELAY
 
     async def _write(self) -> None:
-        if not self.waiting:
+        if not (self._marks or self.slots.unwritten):
             return
         marks, self._marks = self._marks, []
         refs = self.slots.take_unwritten()
+        self._writing = True
         try:
             async with self.engine.begin() as conn:
                 if marks:
@@ -95,3 +97,5 @@ class SentMarks:
             self._marks[:0] = marks  # tried again with the next
             self.slots.put_back(refs)
             raise
+        finally:
+            self._writing = False
