@@ -284,8 +284,14 @@ class Inbound:
         return f"invited {len(good)}"
 
     async def bounced(self, mail: IncomingMail) -> None:
+        """A bounce is believed only for an address a mail of ours it quotes was sent to (its reply
+        token, made for that address, is in the bounce): anyone can send a null-sender mail naming
+        a player's address, nobody but the player and us has their token."""
         gw = self.gw
         for address in mail.bounced:
+            if not any(gw.tokens.check(token, address) for token in mail.quoted_tokens):
+                log.warning("a bounce for %s quotes no mail of ours to that address: not believed", address)
+                continue
             if await gw.store.mark_failing(address, mail.text[:500]):
                 await gw.address_failing(PREFIX + address)
 

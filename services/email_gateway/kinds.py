@@ -154,3 +154,30 @@ def _from_report(msg: Message) -> tuple[bool, list[str]]:
         elif part.get_content_type().startswith("multipart/") and isinstance(part.get_payload(), list):
             stack.extend(part.get_payload())
     return reported, found
+
+
+_SOFT_BREAK = re.compile(r"=\r?\n")
+
+
+def referenced_tokens(msg: Message, raw: bytes, narrator: str) -> tuple[str, ...]:
+    """The reply tokens of our mail that a bounce quotes (the copy of the mail it returns, its headers
+    or the report's text): ``tok.TOKEN@<narrator domain>`` of our References and ``narrator+TOKEN@…``
+    of our Reply-To, found in the raw mail and in each decoded part. A bounce is believed only for an
+    address one of them was made for: a bounce naming an address that quotes no mail of ours is forged."""
+    local, _, domain = narrator.lower().rpartition("@")
+    if not domain:
+        return ()
+    base = re.escape(local.split("+", 1)[0])
+    pattern = re.compile(rf"(?:\btok\.|\b{base}\+)([a-z0-9-]{{8,120}})@{re.escape(domain)}", re.I)
+    texts = [raw[:1 << 20].decode("utf-8", "replace")]
+    stack, seen = [msg], 0
+    while stack and seen < 200:
+        part = stack.pop()
+        seen += 1
+        payload = part.get_payload(decode=not part.is_multipart())
+        if isinstance(payload, list):
+            stack.extend(p for p in payload if isinstance(p, Message))
+        elif isinstance(payload, bytes):
+            texts.append(payload[:1 << 20].decode("utf-8", "replace"))
+    found = (m.group(1).lower() for text in texts for m in pattern.finditer(_SOFT_BREAK.sub("", text)))
+    return tuple(dict.fromkeys(found))

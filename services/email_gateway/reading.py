@@ -23,7 +23,7 @@ from email.utils import getaddresses, parseaddr
 from typing import Literal
 
 from .html_text import html_to_text
-from .kinds import auth_failure, bounced_addresses, kind_of
+from .kinds import auth_failure, bounced_addresses, kind_of, referenced_tokens
 from .quotes import fresh_text
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,7 @@ class IncomingMail:
     text: str  # the person's own new words (see quotes.py)
     bounced: tuple[str, ...]  # for a bounce: the failed recipient addresses, lower-cased
     language: str | None  # a guess at the writer's language (en fa ru vi nl fr) from ``text``, or None
+    quoted_tokens: tuple[str, ...] = ()  # for a bounce: the reply tokens of our mail it quotes
 
 
 GARBAGE = IncomingMail(None, None, "", None, (), (), (), "", "person", None, "", (), None)
@@ -89,7 +90,8 @@ def _read(raw: bytes, narrator: str) -> IncomingMail:
         recipients=recipients, tokens=tokens_of(recipients, in_reply_to, narrator),
         in_reply_to=in_reply_to, subject=subject, kind=kind, auth_failure=auth_failure(headers),
         text=text, bounced=bounced_addresses(msg, headers, plain) if kind == "bounce" else (),
-        language=guess_language(text))
+        language=guess_language(text),
+        quoted_tokens=referenced_tokens(msg, raw, narrator) if kind == "bounce" else ())
 
 
 def cap_body(raw: bytes) -> bytes:

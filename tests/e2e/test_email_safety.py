@@ -185,8 +185,11 @@ async def test_forged_foreign_and_automatic_mail_change_nothing_and_every_langua
         await narrator.stop()
 
 
-def bounce_for(narrator: str, failed: str) -> bytes:
-    """A delivery status notification, as a mail server sends it back (null sender)."""
+def bounce_for(narrator: str, failed: str, returned=None) -> bytes:
+    """A delivery status notification, as a mail server sends it back (null sender), with the headers
+    of the mail it returns (``returned``, as the failed recipient would have read it)."""
+    copy = "".join(f"{name}: {value}\r\n" for name, value in returned.items()) if returned is not None else ""
+    copy = f"--b1\r\nContent-Type: text/rfc822-headers\r\n\r\n{copy}\r\n" if copy else ""
     return (
         "Return-Path: <>\r\n"
         "From: Mail Delivery System <MAILER-DAEMON@mx.example.test>\r\n"
@@ -200,7 +203,7 @@ def bounce_for(narrator: str, failed: str) -> bytes:
         "--b1\r\nContent-Type: message/delivery-status\r\n\r\n"
         "Reporting-MTA: dns; mx.example.test\r\n\r\n"
         f"Final-Recipient: rfc822; {failed}\r\nAction: failed\r\nStatus: 5.1.1\r\n\r\n"
-        "--b1--\r\n").encode()
+        f"{copy}--b1--\r\n").encode()
 
 
 async def test_a_crash_around_acting_acts_once_and_reminders_deadlines_and_bounces_reach_the_right_people(
@@ -268,7 +271,10 @@ async def test_a_crash_around_acting_acts_once_and_reminders_deadlines_and_bounc
         assert after["ann"] == before["ann"] and after["boris"] == before["boris"], "no reminder to who voted"
 
         # a bounce for Claire's address: nothing acted on, and the host (Ann) is told
-        mail_servers.deliver_directly(narrator.address, bounce_for(narrator.address, users["claire"].address))
+        # (it returns a mail of ours to her: one she read, as her server would have bounced it)
+        returned = (await users["claire"].inbox())[-1]
+        mail_servers.deliver_directly(narrator.address, bounce_for(narrator.address, users["claire"].address,
+                                                                   returned))
         host_told = await users["ann"].wait_for(lambda m: "claire@example.test" in text_of(m), timeout=20)
         assert "Claire" in text_of(host_told)
         contact = await narrator.gateway.store.contact(users["claire"].address)

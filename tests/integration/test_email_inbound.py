@@ -77,24 +77,52 @@ async def test_no_auto_reply_or_bounce_of_a_real_mail_program_is_acted_on_or_ans
     assert gateway.smtp.sent == [], "nothing answered"
 
 
+def bounce(failed: str, quoting: str = "", n: int = 1) -> bytes:
+    """A delivery report for ``failed``, returning the headers ``quoting`` of the mail it bounces."""
+    copy = (f"--x\r\nContent-Type: text/rfc822-headers\r\n\r\n{quoting}\r\n" if quoting else "")
+    return (f"Return-Path: <>\r\nFrom: MAILER-DAEMON@mx.example.org\r\nTo: narrator@example.org\r\n"
+            f"Subject: Undelivered Mail Returned to Sender\r\nMessage-ID: <b{n}@mx.example.org>\r\n"
+            "Content-Type: multipart/report; report-type=delivery-status; boundary=\"x\"\r\n\r\n"
+            "--x\r\nContent-Type: text/plain\r\n\r\nYour message could not be delivered.\r\n"
+            "--x\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx\r\n\r\n"
+            f"Final-Recipient: rfc822; {failed}\r\nAction: failed\r\nStatus: 5.1.1\r\n\r\n{copy}--x--\r\n"
+            ).encode()
+
+
+def our_headers(gateway, game_id: str, address: str) -> str:
+    """The headers of a mail of ours to ``address`` as a bounce quotes them (its References carry the token)."""
+    token = gateway.tokens.make(game_id, address)
+    return (f"From: Avalon <narrator@example.org>\r\nTo: {address}\r\nMessage-ID: <avalon.{game_id}.3.ab12@example.org>"
+            f"\r\nReferences: <avalon-thread.{game_id}.ff@example.org> <tok.{token}@example.org>")
+
+
 async def test_a_bounce_marks_the_players_address_failing_and_tells_the_host_by_mail(gateway):
     host, bob = "mail:host@example.org", "mail:bob@example.org"
     gateway.games["mail-g1"] = Game(Table("mail-g1", seats=Seats(host=host, players=[host, bob])), MailNotes("mail-g1"))
     gateway.roster.people[bob] = Person(display_name="Bob", language="en")
-    bounce = (b"Return-Path: <>\r\nFrom: MAILER-DAEMON@mx.example.org\r\nTo: narrator@example.org\r\n"
-              b"Subject: Undelivered Mail Returned to Sender\r\nMessage-ID: <b1@mx.example.org>\r\n"
-              b"Content-Type: multipart/report; report-type=delivery-status; boundary=\"x\"\r\n\r\n"
-              b"--x\r\nContent-Type: text/plain\r\n\r\nYour message could not be delivered.\r\n"
-              b"--x\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx\r\n\r\n"
-              b"Final-Recipient: rfc822; bob@example.org\r\nAction: failed\r\nStatus: 5.1.1\r\n\r\n--x--\r\n")
-    await gateway.on_mail(1, bounce)
-    await gateway.on_mail(2, bounce)  # the same bounce again: told once
+    returned = bounce("bob@example.org", our_headers(gateway, "mail-g1", "bob@example.org"))
+    await gateway.on_mail(1, returned)
+    await gateway.on_mail(2, returned)  # the same bounce again: told once
     await gateway.outbox.idle(5)
     assert gateway.bus.commands == []
     assert [str(m["To"]) for m in gateway.smtp.sent] == ["host@example.org"]
     text = gateway.smtp.sent[0].get_body(("plain",)).get_content()
     assert "Bob" in text and "bob@example.org" in text
     assert (await gateway.store.contact("bob@example.org")).failing
+
+
+@pytest.mark.parametrize("quoting", ["", "another player's mail", "a stranger's copy"])
+async def test_a_forged_bounce_that_quotes_no_mail_of_ours_to_the_address_is_not_believed(gateway, quoting):
+    host, bob = "mail:host@example.org", "mail:bob@example.org"
+    gateway.games["mail-g1"] = Game(Table("mail-g1", seats=Seats(host=host, players=[host, bob])), MailNotes("mail-g1"))
+    gateway.roster.people[bob] = Person(display_name="Bob", language="en")
+    copy = {"": "", "another player's mail": our_headers(gateway, "mail-g1", "host@example.org"),
+            "a stranger's copy": "References: <tok.mail-g1-0000000000000000@example.org>"}[quoting]
+    await gateway.on_mail(1, bounce("bob@example.org", copy))
+    await gateway.outbox.idle(5)
+    assert gateway.bus.commands == [] and gateway.smtp.sent == [], "nothing done, the host not told"
+    contact = await gateway.store.contact("bob@example.org")
+    assert contact is None or not contact.failing
 
 
 async def test_a_stranger_is_answered_once_a_day_and_never_acted_for(gateway):
