@@ -22,7 +22,7 @@ from shared.protocol import EventEnvelope
 from . import links
 from .compose import Identity, build_mail
 from .notes import MailNotes, Pending, title_of
-from .pages import game_body, subject_of
+from .pages import game_body, merged, subject_of
 from .smtp import PermanentFailure, server_down
 from .tokens import Tokens
 from .words import email_words
@@ -110,13 +110,13 @@ class EmailChannel:
                                         Context(names, {"title": title_of(game)}))
         locale = rendered.locale
         html, text = rendered.html, rendered.text
-        extra_html, extra_text = self._extra(game, envelope, reader, locale)
-        if extra_text:
-            html, text = f"{html}\n{extra_html}", f"{text}\n\n{extra_text}"
+        block = self._extra(game, envelope, reader, locale)
+        if envelope.event.type == "lobby_opened" and block[1]:  # the host's code: words, not choices
+            html, text, block = f"{html}\n{block[0]}", f"{text}\n\n{block[1]}", ("", "")
         phase_id = getattr(envelope.event, "phase_id", None)
         phase_id = phase_id if isinstance(phase_id, int) else game.table.turn.phase_id
         return Outgoing(address_of(reader.player), game_body(game, phase_id, locale, rendered.subject, html, text,
-                                                             name=names.get(reader.player)))
+                                                             name=names.get(reader.player), block=block))
 
     def _extra(self, game: Game, envelope: EventEnvelope, reader: Reader, locale: str) -> tuple[str, str]:
         """What a reader may do now, under the event's own words: their choices' links, an invitation's
@@ -158,8 +158,7 @@ class EmailChannel:
         rtl = bool(first.get("rtl"))
         game_id = first.get("game")
         address = rows[0].recipient
-        texts = [r.body.get("text", "") for r in rows if r.body.get("text")]
-        htmls = [r.body.get("html", "") for r in rows if r.body.get("html")]
+        texts, htmls = merged([r.body for r in rows])
         footer = email_words(locale, "footer")
         text = "\n\n".join(texts) + f"\n\n-- \n{footer}\n"
         fragment = "\n<hr>\n".join(htmls) + f'\n<hr>\n<p style="color:#777">{links.esc(footer)}</p>'

@@ -171,6 +171,8 @@ class Inbound:
         elif kind in ("success", "fail"):
             body = {"type": "play_card", "card": kind}
         elif kind == "team":
+            if intent.holder is not None:  # "team A, B, C; excalibur B": the holder with the team
+                game.table.draft.holder = intent.holder
             body = self.team(game, player, list(intent.targets))
             if body is None:
                 await gw.save_game(game)

@@ -7,12 +7,13 @@ import html as _html
 
 from shared.delivery.channel import Game
 from shared.delivery.roster import Roster
+from shared.narration.render import glossary
 
 from .compose import Identity, mailto
 from .notes import title_of
 from .pages import subject_of
 from .tokens import Tokens
-from .wording import link_body
+from .wording import link_body, team_with_holder
 from .words import email_words
 
 
@@ -51,8 +52,8 @@ class Links:
         return mailto(self.identity, token, "Re: " + subject_of(title_of(game), locale),
                       link_body(locale, kind, list(names), phase_id))
 
-    def _entries(self, game: Game, locale: str, player: str, offer) -> list[tuple[str, str, str]]:
-        """(label, link, typed) for each choice of ``offer``."""
+    def _entries(self, game: Game, locale: str, player: str, offer) -> list[tuple[str, str, str, str]]:
+        """(label, link, typed, kind) for each choice of ``offer``."""
         out = []
         pid = offer.phase_id
         display = self.roster.names()
@@ -61,18 +62,22 @@ class Links:
             written = self.written(game, targets)
             if not targets:
                 body = link_body(locale, kind, [], pid)
-                out.append((email_words(locale, label_key), self._link(game, locale, player, kind, [], pid), body))
+                out.append((email_words(locale, label_key), self._link(game, locale, player, kind, [], pid), body,
+                            kind))
                 return
             for t in targets:
                 label = email_words(locale, label_key, name=display.get(t) or written[t])
                 body = link_body(locale, kind, [written[t]], pid)
-                out.append((label, self._link(game, locale, player, kind, [written[t]], pid), body))
+                out.append((label, self._link(game, locale, player, kind, [written[t]], pid), body, kind))
 
         for c in offer.choices:
             k = c.kind.value
             if k == "propose_team":
+                draft = game.table.draft
+                if c.excalibur and len(draft.picks) >= c.count:  # the team is full: the holder first
+                    add("excalibur", "label_excalibur", [t for t in draft.picks if t != player])
                 add("pick", "label_pick", c.targets)
-                if c.excalibur:
+                if c.excalibur and len(draft.picks) < c.count:
                     add("excalibur", "label_excalibur", [t for t in c.targets if t != player])
             elif k == "cast_vote":
                 add("approve", "label_approve")
@@ -94,12 +99,21 @@ class Links:
                 add("hand", "label_hand", c.targets)
         return out
 
-    def _typed_example(self, game: Game, locale: str, offer) -> str:
+    def _typed_example(self, game: Game, locale: str, player: str, offer) -> str:
         for c in offer.choices:
             k = c.kind.value
             if k == "propose_team":
-                written = self.written(game, c.targets[: c.count])
-                return link_body(locale, "team", [written[t] for t in c.targets[: c.count]])
+                picks = [p for p in game.table.draft.picks if p in c.targets]
+                team = (picks + [t for t in c.targets if t not in picks])[: c.count]
+                written = self.written(game, team)
+                names = [written[t] for t in team]
+                if c.excalibur:  # the holder in the same reply (the draft's, else another member)
+                    holder = game.table.draft.holder
+                    holder = holder if holder in team and holder != player else next(
+                        (t for t in team if t != player), None)
+                    if holder is not None:
+                        return team_with_holder(locale, names, written[holder])
+                return link_body(locale, "team", names)
             if k in ("speak_last_word", "confer"):
                 return link_body(locale, "last_word" if k == "speak_last_word" else "say", [])
         return ""
@@ -108,8 +122,8 @@ class Links:
     def _block(locale: str, entries, example: str) -> tuple[str, str]:
         how = email_words(locale, "how_to_answer", example=example or (entries[0][2] if entries else ""))
         heading = email_words(locale, "choices_heading")
-        items_html = "".join(f'<li><a href="{esc(link)}">{esc(label)}</a></li>' for label, link, _ in entries)
-        items_text = "\n".join(f"- {label}: {typed}" for label, _, typed in entries)
+        items_html = "".join(f'<li><a href="{esc(link)}">{esc(label)}</a></li>' for label, link, *_ in entries)
+        items_text = "\n".join(f"- {label}: {typed}" for label, _, typed, *_ in entries)
         html = f"<p>{esc(heading)}</p><ul>{items_html}</ul><p><i>{esc(how)}</i></p>" if entries else \
             f"<p><i>{esc(how)}</i></p>"
         text = f"{heading}\n{items_text}\n\n{how}" if entries else how
@@ -117,21 +131,25 @@ class Links:
 
     def choices_block(self, game: Game, locale: str, player: str, offer) -> tuple[str, str]:
         entries = self._entries(game, locale, player, offer)
-        return self._block(locale, entries, self._typed_example(game, locale, offer))
+        return self._block(locale, entries, self._typed_example(game, locale, player, offer))
 
     def join_block(self, game: Game, locale: str, player: str) -> tuple[str, str]:
         entries = [(email_words(locale, "label_join"), self._link(game, locale, player, "join"),
-                    link_body(locale, "join"))]
+                    link_body(locale, "join"), "join")]
         return self._block(locale, entries, link_body(locale, "join"))
 
-    def draft_block(self, game: Game, locale: str, player: str) -> tuple[str, str]:
-        """The leader's team so far, and the choices left (by mail the team is picked one link at a time)."""
+    def draft_block(self, game: Game, locale: str, player: str) -> tuple[tuple[str, str], tuple[str, str]]:
+        """The leader's team so far (by mail the team is picked one link at a time), with, once the team is
+        full and Excalibur is in play, that its holder is still to be chosen; and the choices left. Each
+        as (html, text)."""
         display = self.roster.names()
         draft = game.table.draft
-        names = ", ".join(display.get(p) or p for p in draft.picks)
-        line = email_words(locale, "team_draft", names=names, count=len(draft.picks), size=game.table.turn.team_size)
+        names = glossary(locale)["list_separator"].join(display.get(p) or p for p in draft.picks)
+        size = game.table.turn.team_size
+        line = email_words(locale, "team_draft", names=names, count=len(draft.picks), size=size)
         offer = game.table.offer(player)
-        if offer is None:
-            return f"<p>{esc(line)}</p>", line
-        block_html, block_text = self.choices_block(game, locale, player, offer)
-        return f"<p>{esc(line)}</p>{block_html}", f"{line}\n\n{block_text}"
+        if offer is not None and draft.needs_holder(offer) and len(draft.picks) >= size and \
+                (draft.holder not in draft.picks or draft.holder == player):
+            line = f"{line}\n{email_words(locale, 'team_excalibur_needed')}"
+        said = f"<p>{esc(line)}</p>".replace("\n", "<br>"), line
+        return said, self.choices_block(game, locale, player, offer) if offer is not None else ("", "")

@@ -55,12 +55,13 @@ class Replies:
             html = "<p>" + links.esc(text).replace("\n", "<br>") + "</p>"
         if game is not None and game.table.concerns(player):
             offer = game.table.offer(player)
+            block = ("", "")
             if offer is not None and key not in ("help", "rules"):
                 block_html, block_text = self.links.choices_block(game, locale, player, offer)
                 still = email_words(locale, "choices_still_open")
-                html, text = f"{html}<p>{links.esc(still)}</p>{block_html}", f"{text}\n\n{still}\n{block_text}"
+                block = f"<p>{links.esc(still)}</p>{block_html}", f"{still}\n{block_text}"
             body = game_body(game, game.table.turn.phase_id, locale, subject_of(title_of(game), locale), html, text,
-                             name=self.roster.names().get(player))
+                             name=self.roster.names().get(player), block=block)
             await self.outbox.post(game.table.game_id, Outgoing(address, body), f"say:{key}")
             return
         subject = (mail.subject if mail is not None and mail.subject else "Avalon")
@@ -77,9 +78,9 @@ class Replies:
 
     async def tell_draft(self, game: Game, player: str) -> None:
         locale = self.locale_of(player)
-        html, text = self.links.draft_block(game, locale, player)
+        (html, text), block = self.links.draft_block(game, locale, player)
         body = game_body(game, game.table.turn.phase_id, locale, subject_of(title_of(game), locale), html, text,
-                         name=self.roster.names().get(player))
+                         name=self.roster.names().get(player), block=block, part="draft")
         await self.outbox.post(game.table.game_id, Outgoing(player[len(PREFIX):], body), "draft")
 
     async def address_failing(self, player: str) -> None:

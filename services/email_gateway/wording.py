@@ -30,6 +30,7 @@ class Intent:
     targets: tuple[str, ...] = ()
     text: str = ""
     phase_id: int | None = None
+    holder: str | None = None  # a team typed with Excalibur's holder ("team A, B, C; excalibur B")
 
 
 @dataclass(frozen=True)
@@ -264,6 +265,10 @@ def parse(text: str, players: Mapping[str, str] = {}, seats: Sequence[str] = ())
         return intent(text=message)
     if kind == "excalibur" and " ".join(lx.words(_GROUP_SEPARATORS.split(rest)[0])) in nones:
         return intent("sheathe")
+    if kind in ("team", "excalibur"):
+        both = _team_and_holder(kind, rest, players, seats, locale)
+        if both is not None:
+            return both if isinstance(both, Problem) else Intent("team", locale, both[0], "", phase, both[1])
     if kind == "team" or kind in lx.ONE_TARGET:
         targets = _targets(rest, players, seats, locale, one=kind != "team")
         return targets if isinstance(targets, Problem) else intent(targets=targets)
@@ -277,6 +282,34 @@ def parse(text: str, players: Mapping[str, str] = {}, seats: Sequence[str] = ())
         return intent(text=_lookup(rest, _folded_sets()[3]) or "")
     addresses = dict.fromkeys(a.lower().strip(".") for a in _ADDRESS.findall(rest + "\n" + after))
     return intent(text=" ".join(addresses)) if addresses else Problem("no_address", locale)
+
+
+_CLAUSES = re.compile(r"([,;،؛、，&+/|\n])")
+_OTHER = {"team": "excalibur", "excalibur": "team"}
+
+
+def _team_and_holder(kind: str, rest: str, players: Mapping[str, str], seats: Sequence[str],
+                     locale: str) -> tuple[tuple[str, ...], str] | Problem | None:
+    """A team and Excalibur's holder typed on one line, in either order and any language's words
+    ("team A, B, C; excalibur B", "excalibur B; team A, B, C"): (team, holder); None when the line
+    names only one of them."""
+    pieces = _CLAUSES.split(rest)
+    for at in range(2, len(pieces), 2):  # each clause after a separator
+        clause = pieces[at]
+        spans = lx.token_spans(clause)
+        parts = [lx.fold(clause[a:b]) for a, b in spans]
+        found = _command(parts, [lx.loosen(p) for p in parts]) if parts else None
+        if found is None or found[0] != _OTHER[kind]:
+            continue
+        before = "".join(pieces[:at - 1])
+        after = clause[spans[found[2] - 1][1]:] + "".join(pieces[at:][1:])
+        team_rest, holder_rest = (before, after) if kind == "team" else (after, before)
+        team = _targets(team_rest, players, seats, locale, one=False)
+        if isinstance(team, Problem):
+            return team
+        holder = _targets(holder_rest, players, seats, locale, one=True)
+        return holder if isinstance(holder, Problem) else (team, holder[0])
+    return None
 
 
 def _chosen_marker(markers: list[re.Match], kind: str, unmarked: str, end: int) -> re.Match | None:
@@ -313,3 +346,10 @@ def link_body(locale: str, kind: str, names: Sequence[str] = (), phase_id: int |
         names = [lx.PRESET_WORD[locale].get(n, n) for n in names]
     separator = " " if kind in ("invite", "language", "timezone", "new_game") else glossary(locale)["list_separator"]
     return " ".join(part for part in (word, separator.join(names), marker) if part)
+
+
+def team_with_holder(locale: str, names: Sequence[str], holder: str, phase_id: int | None = None) -> str:
+    """A team and Excalibur's holder as one typed line ("team A, B, C; excalibur B #7"), read back by
+    ``parse`` as one proposal."""
+    clause = "؛ " if locale == "fa" else "; "
+    return link_body(locale, "team", names) + clause + link_body(locale, "excalibur", [holder], phase_id)
