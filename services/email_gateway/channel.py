@@ -22,7 +22,7 @@ from shared.protocol import EventEnvelope
 from . import links
 from .compose import Identity, build_mail
 from .notes import MailNotes, Pending, title_of
-from .pages import game_body, merged, subject_of
+from .pages import footer_key, game_body, merged, subject_of
 from .smtp import PermanentFailure, server_down
 from .tokens import Tokens
 from .words import email_words
@@ -159,7 +159,7 @@ class EmailChannel:
         game_id = first.get("game")
         address = rows[0].recipient
         texts, htmls = merged([r.body for r in rows])
-        footer = email_words(locale, "footer")
+        footer = email_words(locale, footer_key(rows[-1].body))
         text = "\n\n".join(texts) + f"\n\n-- \n{footer}\n"
         fragment = "\n<hr>\n".join(htmls) + f'\n<hr>\n<p style="color:#777">{links.esc(footer)}</p>'
         page = environment(locale).get_template("email/_page.html").render(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.delivery.channel import Game
+from shared.game import Phase
 from shared.narration.render import RTL, environment, html_to_text
 
 
@@ -21,12 +22,28 @@ def game_body(game: Game, phase_id: int | None, locale: str, subject: str | None
     may do now (links and how to answer), shown only under the newest fragment of a mail that has one;
     ``part``: "draft" for the leader's team draft, of which a mail shows only the newest."""
     body = {"kind": "game", "game": game.table.game_id, "phase_id": phase_id, "locale": locale, "rtl": locale in RTL,
-            "subject": subject or game.table.game_id, "html": html, "text": text, "name": name}
+            "subject": subject or game.table.game_id, "html": html, "text": text, "name": name,
+            "stage": stage_of(game)}
     if block[1]:
         body["block_html"], body["block_text"] = block
     if part:
         body["part"] = part
     return body
+
+
+def stage_of(game: Game) -> str:
+    """Where the game is, for the footer of its mails: "lobby", "playing" or "over"."""
+    if game.table.over:
+        return "over"
+    return "lobby" if game.table.turn.phase == Phase.LOBBY else "playing"
+
+
+#: the footer of a mail, by the stage of its game when its newest fragment was drawn ("plain": no game)
+FOOTERS = {"lobby": "footer", "playing": "footer_playing", "over": "footer_over", "plain": "footer_plain"}
+
+
+def footer_key(body: dict[str, Any]) -> str:
+    return FOOTERS.get(body.get("stage") or ("playing" if body.get("kind") == "game" else "plain"), "footer_plain")
 
 
 def merged(bodies: list[dict[str, Any]]) -> tuple[list[str], list[str]]:

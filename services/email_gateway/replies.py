@@ -15,7 +15,7 @@ from shared.narration.render import LOCALES, RTL, Context, Narrator, Recipient, 
 from . import links
 from .notes import title_of
 from .pages import game_body, subject_of
-from .words import email_words, problem_text
+from .words import REFUSALS, WARNING, email_words, problem_text
 
 log = logging.getLogger(__name__)
 PREFIX = "mail:"
@@ -51,7 +51,7 @@ class Replies:
                                                      rules=list(MissedRule)[1:])
             html, text = rendered.html, rendered.text
         else:
-            text = email_words(locale, key, **(params or {}))
+            text = (WARNING if key in REFUSALS else "") + email_words(locale, key, **(params or {}))
             html = "<p>" + links.esc(text).replace("\n", "<br>") + "</p>"
         if game is not None and game.table.concerns(player):
             offer = game.table.offer(player)

@@ -1,6 +1,6 @@
 """What a mail of the narrator tells its reader to do next: the leader's draft asks for Excalibur's
 holder once the team is full and its typed example carries both, a mail holds one draft and one set
-of choices (the newest)."""
+of choices (the newest), and its footer fits where the game is."""
 
 from __future__ import annotations
 
@@ -154,3 +154,59 @@ async def test_a_mail_of_several_picks_shows_only_the_newest_draft_and_one_set_o
     assert "🎯 Your move" in text, "what the event said stays"
     html = ch.smtp.sent[0].get_body(("html",)).get_content()
     assert html.count("mailto:") == len([line for line in text.splitlines() if line.startswith("- ")])
+
+
+def footer_of(message) -> str:
+    return message.get_body(("plain",)).get_content().replace("\r\n", "\n").rsplit("-- \n", 1)[1].strip()
+
+
+# -- footers -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("locale", LOCALES)
+async def test_the_footer_fits_where_the_game_is(locale):
+    from services.email_gateway.pages import game_body
+    ch = channel(locale)
+    game = proposal()
+    footers = {}
+    for stage in ("lobby", "playing", "over"):
+        game.table.over = stage == "over"
+        game.table.turn.phase = Phase.LOBBY if stage == "lobby" else Phase.PROPOSAL
+        await ch.deliver_mails(rows_of([game_body(game, 5, locale, "Avalon", "<p>x</p>", "x")]))
+        footers[stage] = footer_of(ch.smtp.sent[-1])
+    plain = {"kind": "plain", "game": None, "phase_id": None, "locale": locale, "rtl": False, "subject": "Re: hi",
+             "html": "<p>x</p>", "text": "x", "name": None}
+    await ch.deliver_mails(rows_of([plain]))
+    footers["plain"] = footer_of(ch.smtp.sent[-1])
+    assert footers == {"lobby": email_words(locale, "footer"), "playing": email_words(locale, "footer_playing"),
+                       "over": email_words(locale, "footer_over"), "plain": email_words(locale, "footer_plain")}
+    assert len(set(footers.values())) == 4
+
+
+# -- refusals ------------------------------------------------------------------------------------
+
+def rejected(reason) -> object:
+    from shared.game import events as ev
+    from shared.protocol import CommandRejected, audience_model
+    from tests.unit.narration_samples import envelope
+    return envelope(CommandRejected(command_type="cast_vote", reason=reason, params={}, message="..."),
+                    audience_model(ev.Audience.to(LEADER)), 3)
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_refusals_of_the_engine_and_of_the_gateway_read_alike_by_mail_and_speak_of_replies(locale):
+    from services.email_gateway.words import problem_text
+    from services.email_gateway.wording import Problem
+    from shared.delivery.roster import Reader
+    from shared.narration.render import Narrator, Recipient, keyed_text
+    ch = channel(locale)
+    game = proposal()
+    stale = ch.fragment(game, rejected("stale_phase"), Reader(LEADER, (locale,))).body
+    assert stale["text"] == "⚠️ " + email_words(locale, "stale_phase"), "worded for mail"
+    button = str(keyed_text(locale, "reasons", "stale_phase", p={}))
+    assert button not in stale["text"], "not the Telegram wording of a button"
+    assert email_words(locale, "choices_still_open") in stale["block_text"], "what can still be done"
+    by_telegram = Narrator().render(rejected("already_acted"), Recipient(LEADER, (locale,)), "telegram")
+    by_mail = ch.fragment(game, rejected("already_acted"), Reader(LEADER, (locale,))).body
+    assert by_mail["text"] == by_telegram.text and by_mail["text"].startswith("⚠️ ")
+    unknown = problem_text(ch.roster, locale, Problem("unknown_name", locale, "Zed"))
+    assert unknown.startswith("⚠️ ") and "Zed" in unknown

@@ -78,6 +78,7 @@ def test_an_empty_draft_and_a_new_game_without_preset_still_read_well(locale):
 
 MENTIONS = {"no_game": ("new_game",), "unknown_sender": ("new_game", "join"), "invitation": ("join",),
             "game_created": ("invite", "join", "start"), "lost_message": ("status",), "footer": ("leave",),
+            "footer_playing": ("help", "status"), "footer_over": ("new_game",), "footer_plain": ("help",),
             "unknown_command": ("help",), "help": KINDS}
 
 
