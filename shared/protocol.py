@@ -142,6 +142,7 @@ class Invite(Body):
 
     type: Literal["invite"] = "invite"
     player: str = Field(max_length=254 + 5)
+    table: str = Field("", max_length=128)  # the table's name where it has one (a Telegram group's title)
 
 
 SERVICE_COMMANDS: dict[str, type[BaseModel]] = {"remind_phase": RemindPhase, "update_profile": UpdateProfile,
@@ -254,6 +255,7 @@ class PlayerInvited(Body):
     type: Literal["player_invited"] = "player_invited"
     by: str
     player: str
+    table: str = ""  # the table's name as the host's channel knows it (a Telegram group's title), or ""
 
 
 SERVICE_EVENTS: dict[str, type[BaseModel]] = {

@@ -27,7 +27,9 @@ class MailNotes:
 
 
 def title_of(game: Game) -> str:
-    return game.own.title or game.table.game_id
+    """How the game is named in its mails: the table's name (a Telegram group's title), else the code
+    the game was opened with."""
+    return game.table.title or game.own.title or game.table.game_id
 
 
 def open_games_of(games, player: str) -> list[Game]:

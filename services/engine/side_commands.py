@@ -100,7 +100,7 @@ class SideCommands:
         readers = (env.actor, invitee)
         channels = self.envelopes.router.to(env.actor, invitee, via=env.channel)
         batch.accept(env, [self.envelopes.reply(
-            env, "invite", PlayerInvited(by=env.actor, player=invitee), audience_model(Audience.to(*readers)),
+            env, "invite", PlayerInvited(by=env.actor, player=invitee, table=env.command.table), audience_model(Audience.to(*readers)),
             channels, readers=readers, people=await self.people.of(readers))])
 
 

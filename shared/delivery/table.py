@@ -74,6 +74,7 @@ class Table:
     draft: Draft = field(default_factory=Draft)
     over: bool = False
     seen_seq: int = 0  # the last of the game's events folded in
+    title: str = ""  # the table's name where the host's channel gives one (a Telegram group's title)
 
     def offer(self, player: str) -> ChoicesOffered | None:
         """What ``player`` may do in the open phase (None: nothing, or an offer of a phase that is over)."""
@@ -137,6 +138,7 @@ def _player_invited(t: Table, e) -> None:
     if e.player not in s.invited and e.player not in s.players:
         s.invited.append(e.player)
     s.host = s.host or e.by
+    t.title = e.table or t.title
 
 
 def _options_changed(t: Table, e) -> None:

@@ -78,6 +78,8 @@ async def test_three_telegram_players_and_four_mail_players_play_one_game_to_the
                 await m.new_mail()
             return all(any(_join_link(x) for x in m.mails) for m in mailers)
         await wait_until(invited, 30, "every invitation mail")
+        for m in mailers:  # the invitation names the table they are asked to (the group's title)
+            assert any("Camelot" in mail_text(x) for x in m.mails), "the invitation names the table"
         mira, olaf, pia, quentin = mailers
         await mira.user.click(_join_link(mira.mails[-1]))
         await olaf.user.reply(olaf.mails[-1], link_body("ru", "join"), quote="below")
@@ -142,6 +144,7 @@ async def test_three_telegram_players_and_four_mail_players_play_one_game_to_the
         for x in m.mails:
             html = x.get_body(("html",))
             assert "tg:" not in str(x["Subject"]) and "mail:" not in str(x["Subject"]), x["Subject"]
+            assert "Camelot" in str(x["Subject"]) and game[0] not in str(x["Subject"]), "the table's name, not its id"
             assert "tg:" not in html.get_content() and "mail:" not in html.get_content()
 
 

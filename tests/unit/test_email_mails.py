@@ -10,7 +10,7 @@ import pytest
 
 from services.email_gateway.channel import EmailChannel
 from services.email_gateway.compose import Identity
-from services.email_gateway.notes import MailNotes
+from services.email_gateway.notes import MailNotes, Pending
 from services.email_gateway.tokens import Tokens
 from services.email_gateway.wording import Intent, link_body, parse
 from services.email_gateway.words import email_words
@@ -210,3 +210,42 @@ def test_refusals_of_the_engine_and_of_the_gateway_read_alike_by_mail_and_speak_
     assert by_mail["text"] == by_telegram.text and by_mail["text"].startswith("⚠️ ")
     unknown = problem_text(ch.roster, locale, Problem("unknown_name", locale, "Zed"))
     assert unknown.startswith("⚠️ ") and "Zed" in unknown
+
+
+# -- dates ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_a_deadline_by_mail_is_written_as_the_readers_locale_writes_dates(locale):
+    from babel.dates import format_datetime
+    from shared.delivery.roster import Reader
+    from shared.game import Options
+    from tests.unit.narration_samples import game_envelopes
+    opened = next(e for e in game_envelopes(5, Options(), 0.0, 1) if e.event.type == "phase_opened" and e.deadline_at)
+    text = channel(locale).fragment(proposal(), opened, Reader(LEADER, (locale,))).body["text"]
+    when = format_datetime(opened.deadline_at, "short", tzinfo=opened.deadline_at.tzinfo, locale=locale)
+    assert f"{when} UTC" in text
+    us = format_datetime(opened.deadline_at, "short", tzinfo=opened.deadline_at.tzinfo, locale="en_US")
+    assert (us in text) == (locale == "en"), "US-style only in English"
+
+
+# -- the table's name ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_a_mail_player_invited_to_a_telegram_table_reads_its_name_not_its_id(locale):
+    from shared.delivery.roster import Reader
+    from shared.delivery.table import fold
+    from shared.game import events as ev
+    from shared.protocol import PlayerInvited, audience_model
+    from tests.unit.narration_samples import envelope
+    ch = channel(locale)
+    guest = "mail:mira@x.org"
+    game = Game(Table("tg-1001000000001_1"), ch.own_part("tg-1001000000001_1"))
+    invited = envelope(PlayerInvited(by="tg:7", player=guest, table="Friday Knights"),
+                       audience_model(ev.Audience.to("tg:7", guest)), 0)
+    invited = invited.model_copy(update={"game_id": "tg-1001000000001_1"})
+    fold(game.table, invited)
+    body = ch.fragment(game, invited, Reader(guest, (locale,))).body
+    assert "Friday Knights" in body["subject"] and "tg-" not in body["subject"]
+    assert "Friday Knights" in body["text"], "the invitation names the table"
+    later = ch.receipt(game, Pending(guest, "what_join"))
+    assert "Friday Knights" in later.body["subject"], "and so do the game's later mails"

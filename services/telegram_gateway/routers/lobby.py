@@ -84,7 +84,8 @@ async def invite(message: Message, command: CommandObject, gw) -> None:
         return
     bad = [w for w in words if not plausible_address(w)]
     for address in dict.fromkeys(w.lower() for w in words if w not in bad):
-        await gw.command(game.table.game_id, player, {"type": "invite", "player": f"mail:{address}"})
+        await gw.command(game.table.game_id, player, {"type": "invite", "player": f"mail:{address}",
+                                                      "table": (message.chat.title or "")[:128]})
     if bad:  # shown shortened: a 5000-character word must not make the answer too long to send
         shown = [w if len(w) <= 60 else w[:59] + "…" for w in bad[:5]] + (["…"] if len(bad) > 5 else [])
         await gw.answer(message, gw.ui(game, player, "invite_invalid", names=", ".join(shown)), reply=True)
