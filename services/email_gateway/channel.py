@@ -110,17 +110,19 @@ class EmailChannel:
                                         Context(names, {"title": title_of(game)}))
         locale = rendered.locale
         html, text = rendered.html, rendered.text
-        block = self._extra(game, envelope, reader, locale)
-        if envelope.event.type == "lobby_opened" and block[1]:  # the host's code: words, not choices
-            html, text, block = f"{html}\n{block[0]}", f"{text}\n\n{block[1]}", ("", "")
+        e = envelope.event
+        if e.type == "lobby_opened" and reader.player == e.host:  # the new game's code, for its host
+            line = email_words(locale, "game_created", code=title_of(game))
+            html, text = f"{html}\n<p>{links.esc(line)}</p>", f"{text}\n\n{line}"
+        block = self._block(game, envelope, reader, locale)
         phase_id = getattr(envelope.event, "phase_id", None)
         phase_id = phase_id if isinstance(phase_id, int) else game.table.turn.phase_id
         return Outgoing(address_of(reader.player), game_body(game, phase_id, locale, rendered.subject, html, text,
                                                              name=names.get(reader.player), block=block))
 
-    def _extra(self, game: Game, envelope: EventEnvelope, reader: Reader, locale: str) -> tuple[str, str]:
+    def _block(self, game: Game, envelope: EventEnvelope, reader: Reader, locale: str) -> tuple[str, str]:
         """What a reader may do now, under the event's own words: their choices' links, an invitation's
-        join link, the new game's code for its host."""
+        join link (a mail shows only its newest fragment's)."""
         e = envelope.event
         if e.type == "choices_offered":
             return self.links.choices_block(game, locale, reader.player, e)
@@ -132,9 +134,6 @@ class EmailChannel:
                 return f"<p>{still}</p>{block_html}", f"{still}\n{block_text}"
         elif e.type == "player_invited" and reader.player == e.player:
             return self.links.join_block(game, locale, reader.player)
-        elif e.type == "lobby_opened" and reader.player == e.host:
-            line = email_words(locale, "game_created", code=title_of(game))
-            return f"<p>{links.esc(line)}</p>", line
         return "", ""
 
     def receipt(self, game: Game, pending: Pending) -> Outgoing:

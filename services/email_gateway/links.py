@@ -52,8 +52,8 @@ class Links:
         return mailto(self.identity, token, "Re: " + subject_of(title_of(game), locale),
                       link_body(locale, kind, list(names), phase_id))
 
-    def _entries(self, game: Game, locale: str, player: str, offer) -> list[tuple[str, str, str, str]]:
-        """(label, link, typed, kind) for each choice of ``offer``."""
+    def _entries(self, game: Game, locale: str, player: str, offer) -> list[tuple[str, str, str]]:
+        """(label, link, typed) for each choice of ``offer``."""
         out = []
         pid = offer.phase_id
         display = self.roster.names()
@@ -62,13 +62,12 @@ class Links:
             written = self.written(game, targets)
             if not targets:
                 body = link_body(locale, kind, [], pid)
-                out.append((email_words(locale, label_key), self._link(game, locale, player, kind, [], pid), body,
-                            kind))
+                out.append((email_words(locale, label_key), self._link(game, locale, player, kind, [], pid), body))
                 return
             for t in targets:
                 label = email_words(locale, label_key, name=display.get(t) or written[t])
                 body = link_body(locale, kind, [written[t]], pid)
-                out.append((label, self._link(game, locale, player, kind, [written[t]], pid), body, kind))
+                out.append((label, self._link(game, locale, player, kind, [written[t]], pid), body))
 
         for c in offer.choices:
             k = c.kind.value
@@ -122,8 +121,8 @@ class Links:
     def _block(locale: str, entries, example: str) -> tuple[str, str]:
         how = email_words(locale, "how_to_answer", example=example or (entries[0][2] if entries else ""))
         heading = email_words(locale, "choices_heading")
-        items_html = "".join(f'<li><a href="{esc(link)}">{esc(label)}</a></li>' for label, link, *_ in entries)
-        items_text = "\n".join(f"- {label}: {typed}" for label, _, typed, *_ in entries)
+        items_html = "".join(f'<li><a href="{esc(link)}">{esc(label)}</a></li>' for label, link, _ in entries)
+        items_text = "\n".join(f"- {label}: {typed}" for label, _, typed in entries)
         html = f"<p>{esc(heading)}</p><ul>{items_html}</ul><p><i>{esc(how)}</i></p>" if entries else \
             f"<p><i>{esc(how)}</i></p>"
         text = f"{heading}\n{items_text}\n\n{how}" if entries else how
@@ -135,7 +134,7 @@ class Links:
 
     def join_block(self, game: Game, locale: str, player: str) -> tuple[str, str]:
         entries = [(email_words(locale, "label_join"), self._link(game, locale, player, "join"),
-                    link_body(locale, "join"), "join")]
+                    link_body(locale, "join"))]
         return self._block(locale, entries, link_body(locale, "join"))
 
     def draft_block(self, game: Game, locale: str, player: str) -> tuple[tuple[str, str], tuple[str, str]]:

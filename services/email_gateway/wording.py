@@ -284,7 +284,7 @@ def parse(text: str, players: Mapping[str, str] = {}, seats: Sequence[str] = ())
     return intent(text=" ".join(addresses)) if addresses else Problem("no_address", locale)
 
 
-_CLAUSES = re.compile(r"([,;،؛、，&+/|\n])")
+_CLAUSES = re.compile(f"({_GROUP_SEPARATORS.pattern})")  # split keeping the separators
 _OTHER = {"team": "excalibur", "excalibur": "team"}
 
 
