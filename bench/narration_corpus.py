@@ -230,7 +230,7 @@ EMAIL_KEYS = (
     "what_timezone what_new_game what_invite unknown_command ambiguous_name unknown_name missing_name "
     "unknown_language unknown_timezone no_address choices_still_open not_your_token not_verified no_game "
     "unknown_sender game_created invitation invited address_failing lost_message language_set timezone_set "
-    "too_many_mails help footer").split()
+    "too_many_mails help footer footer_playing footer_over footer_plain stale_phase").split()
 
 
 def template_renderings() -> Iterator[tuple[str, str]]:
