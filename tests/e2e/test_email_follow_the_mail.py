@@ -247,8 +247,12 @@ async def odd_mails_change_nothing(narrator: Narrator, game_id: str, people: lis
     host = people[0]
     mails_to_host = len(await host.user.inbox())
     narrator.servers.deliver_directly(narrator.address, bounce_for(narrator.address, other.user.address))
-    await asyncio.sleep(3)  # the watcher reads it within a second
+
+    async def bounce_read():
+        return await narrator.gateway.store.seen("bounce-1@mx.example.test")
+    await wait_until(bounce_read, 30, "the forged bounce read")
     await narrator.gateway.outbox.idle(30)
+    await asyncio.sleep(1)
     assert len(await host.user.inbox()) == mails_to_host, "the host is told nothing of a forged bounce"
     contact = await narrator.gateway.store.contact(other.user.address)
     assert contact is None or not contact.failing
