@@ -73,10 +73,11 @@ class Links:
             k = c.kind.value
             if k == "propose_team":
                 draft = game.table.draft
-                if c.excalibur and len(draft.picks) >= c.count:  # the team is full: the holder first
+                full = len(draft.picks) >= c.count
+                if c.excalibur and full:  # the holder first, then who may be dropped (a pick more is not taken)
                     add("excalibur", "label_excalibur", [t for t in draft.picks if t != player])
-                add("pick", "label_pick", c.targets)
-                if c.excalibur and len(draft.picks) < c.count:
+                add("pick", "label_pick", [t for t in c.targets if t in draft.picks] if full else c.targets)
+                if c.excalibur and not full:
                     add("excalibur", "label_excalibur", [t for t in c.targets if t != player])
             elif k == "cast_vote":
                 add("approve", "label_approve")

@@ -77,6 +77,9 @@ def test_a_full_team_with_excalibur_in_play_asks_for_its_holder_with_links_and_a
     assert all(any(line.startswith(f"- {h}") for line in labels[:3]) for h in holders), labels[:4]
     assert not any(email_words(locale, "label_excalibur", name="Greta") in line for line in labels), \
         "only a team member is offered the sword"
+    assert not any(email_words(locale, "label_pick", name="Greta") in line for line in labels), \
+        "no link to pick a player the full team has no room for"
+    assert len(labels) == 3 + 3, "the sword for each member, a drop for each member"
     typed = parse(example_of(text), NAMES, SEATS)
     assert isinstance(typed, Intent) and typed.kind == "team", (example_of(text), typed)
     assert typed.targets == tuple(SEATS[1:4]) and typed.holder in SEATS[1:4]
@@ -150,7 +153,8 @@ async def test_a_mail_of_several_picks_shows_only_the_newest_draft_and_one_set_o
     text = ch.smtp.sent[0].get_body(("plain",)).get_content()
     assert text.count("Your team so far") == 1 and "(3 of 3): Chloe, Dmitri, Elena." in text
     assert text.count(email_words("en", "choices_heading")) == 1
-    assert text.count(email_words("en", "label_pick", name="Greta")) == 1
+    assert text.count(email_words("en", "label_pick", name="Chloe")) == 1
+    assert email_words("en", "team_excalibur_needed") in text, "the newest draft's choices: the sword's holder"
     assert "🎯 Your move" in text, "what the event said stays"
     html = ch.smtp.sent[0].get_body(("html",)).get_content()
     assert html.count("mailto:") == len([line for line in text.splitlines() if line.startswith("- ")])
