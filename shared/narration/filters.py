@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from functools import reduce
 
 from babel import Locale
-from babel.dates import format_datetime, format_timedelta
+from babel.dates import format_date, format_time, format_timedelta
 from jinja2 import pass_context
 from markupsafe import Markup, escape
 
@@ -71,9 +71,17 @@ def plural(ctx, forms: dict[str, str], n: int) -> str:
 def when(ctx, moment: datetime | None) -> str:
     if moment is None:
         return ""
-    zone = ctx["tz"]
-    return format_datetime(moment, "short", tzinfo=zone, locale=ctx["locale"]) + (
-        "" if ctx["tz_known"] else " UTC")
+    zone, locale = ctx["tz"], ctx["locale"]
+    return _date_and_time(moment, zone, locale) + ("" if ctx["tz_known"] else " UTC")
+
+
+def _date_and_time(moment: datetime, zone, locale: str) -> str:
+    """The day with its month's name and the time of day, in the locale's order ("Dec 3, 2026, 2:34 PM",
+    "3 déc. 2026, 14:34"): a short numeric date reads differently in each country (12/3 or 3/12)."""
+    local = moment.astimezone(zone) if zone is not None else moment
+    pattern = Locale.parse(locale).datetime_formats["medium"]
+    return str(pattern).replace("{1}", format_date(local, "medium", locale=locale)).replace(
+        "{0}", format_time(local, "short", tzinfo=zone, locale=locale))
 
 
 @pass_context

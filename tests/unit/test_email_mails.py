@@ -219,17 +219,20 @@ def test_refusals_of_the_engine_and_of_the_gateway_read_alike_by_mail_and_speak_
 # -- dates ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("locale", LOCALES)
-def test_a_deadline_by_mail_is_written_as_the_readers_locale_writes_dates(locale):
-    from babel.dates import format_datetime
+def test_a_deadline_by_mail_names_its_month_in_the_readers_language_not_a_numeric_date(locale):
+    """"12/3/26" is March 12 to most of the world: a deadline names its month, in the reader's words."""
+    from babel.dates import format_date, get_month_names
     from shared.delivery.roster import Reader
     from shared.game import Options
     from tests.unit.narration_samples import game_envelopes
     opened = next(e for e in game_envelopes(5, Options(), 0.0, 1) if e.event.type == "phase_opened" and e.deadline_at)
     text = channel(locale).fragment(proposal(), opened, Reader(LEADER, (locale,))).body["text"]
-    when = format_datetime(opened.deadline_at, "short", tzinfo=opened.deadline_at.tzinfo, locale=locale)
-    assert f"{when} UTC" in text
-    us = format_datetime(opened.deadline_at, "short", tzinfo=opened.deadline_at.tzinfo, locale="en_US")
-    assert (us in text) == (locale == "en"), "US-style only in English"
+    at = opened.deadline_at
+    month = get_month_names("abbreviated", locale=locale)[at.month]
+    deadline = next(line for line in text.splitlines() if f"{at.year}" in line)
+    assert month in deadline and str(at.day) in deadline and f"{at.minute:02d}" in deadline, deadline
+    for style in ("en_US", "en_GB", locale):
+        assert format_date(at, "short", locale=style) not in deadline, f"a numeric date as {style} writes it"
 
 
 # -- the table's name ----------------------------------------------------------------------------
