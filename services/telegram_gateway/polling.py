@@ -13,11 +13,12 @@ of the updates it handled, saved before the row goes.
 
 Updates are handled side by side: a reply paced for one chat holds up no other. The inbox writes
 through the gateway's own database engine (the outbox's and the memory's): one pool per database
-file in a process. Without a database (the in-memory gateway of some tests) nothing is written, as
-with aiogram's polling.
+file in a process. Without an engine nothing is written, as with aiogram's polling.
 
-``stop()`` ends the polling before anything it uses is closed (aiogram's polling, cancelled after
-its bot's session was closed, logged a "Failed to fetch updates" ERROR at every clean stop)."""
+``stop()`` ends the polling (the getUpdates waiting is cancelled, nothing logged) before the bot's
+session and the database it uses are closed. (With aiogram's polling, a stop right after a start
+raised "Polling is not started" and left the polling running on a closed session, each of its
+getUpdates then logging a "Failed to fetch updates" ERROR.)"""
 
 from __future__ import annotations
 
