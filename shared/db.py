@@ -4,7 +4,9 @@ shared/migrations, which carry every service's tables), migrated under a lock.""
 
 from __future__ import annotations
 
+import asyncio
 from importlib import resources
+from typing import Awaitable, TypeVar
 
 from alembic import command as alembic_command
 from alembic.config import Config
@@ -12,6 +14,8 @@ from sqlalchemy import event as sa_event
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+T = TypeVar("T")
 
 #: PostgreSQL advisory lock held while migrating: services that start together do not race.
 MIGRATION_LOCK = 0x4A7A10
@@ -22,6 +26,25 @@ def upsert(engine: AsyncEngine, table, keys: list[str], columns: list[str]):
     SQLite), each row's new values taking the old ones' place; executed with one row's values or many."""
     insert = (postgresql if engine.dialect.name == "postgresql" else sqlite).insert(table)
     return insert.on_conflict_do_update(index_elements=keys, set_={c: insert.excluded[c] for c in columns})
+
+
+async def to_the_end(write: Awaitable[T]) -> T:
+    """Run a database write (a transaction) to its end even when the task awaiting it is cancelled
+    meanwhile: the cancellation is raised once the write has committed or rolled back.
+
+    A task cancelled in the middle of a statement makes SQLAlchemy close its connection at once. On
+    SQLite, while that statement's cursor is still referenced (by the cancelled task's traceback, a
+    cycle only the garbage collector frees), the connection is only half closed and keeps its write
+    transaction: the whole file stays locked, every other writer waits out its 30 s busy timeout and
+    fails with "database is locked". Background writers (the outbox's marks, the gateway's memory,
+    the inboxes) are cancelled when a service stops; each of their writes goes through here."""
+    task = asyncio.ensure_future(write)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if not task.done():
+            await asyncio.wait([task])
+        raise
 
 
 def make_engine(url: str) -> AsyncEngine:

@@ -127,6 +127,21 @@ class ShowBoard(Body):
     type: Literal["show_board"] = "show_board"
 
 
+class ShowRole(Body):
+    """A seated player asks for their role card again: the engine answers them alone with
+    ``role_assigned`` (what they were dealt and learned in the night), outside the game's stream."""
+
+    type: Literal["show_role"] = "show_role"
+
+
+class ShowChoices(Body):
+    """A player asks again for what is open for them (they were unreachable when it was offered): the
+    engine answers them alone with ``choices_offered`` for the open phase, outside the game's stream;
+    nothing when nothing waits for them."""
+
+    type: Literal["show_choices"] = "show_choices"
+
+
 _ADDRESS = re.compile(r"[^@\s]+@[^@\s.]+(\.[^@\s.]+)+")
 
 
@@ -146,7 +161,8 @@ class Invite(Body):
 
 
 SERVICE_COMMANDS: dict[str, type[BaseModel]] = {"remind_phase": RemindPhase, "update_profile": UpdateProfile,
-                                                "show_board": ShowBoard, "invite": Invite}
+                                                "show_board": ShowBoard, "invite": Invite, "show_role": ShowRole,
+                                                "show_choices": ShowChoices}
 ALL_COMMANDS = {**COMMAND_MODELS, **SERVICE_COMMANDS}
 
 CommandBody = Annotated[Union[tuple(ALL_COMMANDS.values())], Field(discriminator="type")]  # type: ignore[valid-type]

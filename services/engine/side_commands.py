@@ -1,12 +1,15 @@
-"""Commands that are not moves of the game: the board, reminders, a person's profile, invitations.
+"""Commands that are not moves of the game: the board, reminders, a person's profile, invitations,
+and a player's own role card and open choices sent to them again.
 
-Each is a handler in ``SideCommands.handlers``, keyed by its command type. The board, a profile and an
-invitation are answered outside the game's stream (``seq`` 0); a reminder is one of the game's events.
+Each is a handler in ``SideCommands.handlers``, keyed by its command type. The board, a profile, an
+invitation, a role card and the choices asked for again are answered outside the game's stream
+(``seq`` 0), to the one who asked alone; a reminder is one of the game's events.
 """
 
 from __future__ import annotations
 
 from shared.protocol import (
+    EVENT_MODELS,
     BoardShown,
     CommandEnvelope,
     PhaseReminder,
@@ -17,7 +20,7 @@ from shared.protocol import (
     plausible_address,
     utcnow,
 )
-from services.engine.rules import Audience, Phase, Reason, view
+from services.engine.rules import Audience, Phase, Reason, night_knowledge, view
 from shared.game import events as core_events
 from shared.game.errors import reject
 
@@ -26,6 +29,7 @@ from .cache import GameCache
 from .envelopes import Envelopes
 from .moves import UNKNOWN_GAME
 from .people import People, person_of
+from .routing import choices_for
 from .store import LoadedGame, Store
 
 
@@ -43,7 +47,8 @@ class SideCommands:
         self.people = people
         self.envelopes = envelopes
         self.handlers = {"show_board": self.show_board, "remind_phase": self.remind,
-                         "update_profile": self.update_profile, "invite": self.invite}
+                         "update_profile": self.update_profile, "invite": self.invite,
+                         "show_role": self.show_role, "show_choices": self.show_choices}
 
     async def show_board(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
         if loaded is None:
@@ -59,6 +64,38 @@ class SideCommands:
         channels = self.envelopes.router.to(env.actor, via=env.channel)
         batch.accept(env, [self.envelopes.reply(env, "board", body, audience_model(Audience.to(env.actor)),
                                                 channels)])
+
+    async def show_role(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
+        """A seated player's role card again (``role_assigned`` as dealt), to them alone: they lost it, or
+        were unreachable when it was dealt. Anyone else is refused; nobody else reads it."""
+        refusal = _seated_refusal(loaded, env.actor)
+        if refusal is not None:
+            batch.reject(env, self.envelopes.rejection(env, *refusal))
+            return
+        state = loaded.state
+        seat = state.seat_of[env.actor]
+        knowledge = night_knowledge(state.roles, seat, state.options)
+        role = state.roles[seat]
+        body = EVENT_MODELS["role_assigned"](player=env.actor, role=role, team=role.team,
+                                             knowledge=tuple((state.players[o], k) for o, k in knowledge))
+        self._to_actor(env, batch, "role", body)
+
+    async def show_choices(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
+        """What is open for the player now (``choices_offered`` of the open phase), to them alone: the
+        offer they were sent while unreachable is lost. Nothing waiting for them: no answer."""
+        refusal = _seated_refusal(loaded, env.actor)
+        if refusal is not None:
+            batch.reject(env, self.envelopes.rejection(env, *refusal))
+            return
+        offer = choices_for(loaded.state, env.actor)
+        if not offer.choices:
+            batch.ignore(env)
+            return
+        self._to_actor(env, batch, "choices", offer)
+
+    def _to_actor(self, env: CommandEnvelope, batch: StagedBatch, kind: str, body) -> None:
+        channels = self.envelopes.router.to(env.actor, via=env.channel)
+        batch.accept(env, [self.envelopes.reply(env, kind, body, audience_model(Audience.to(env.actor)), channels)])
 
     async def remind(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
         state = loaded.state if loaded else None
@@ -102,6 +139,22 @@ class SideCommands:
         batch.accept(env, [self.envelopes.reply(
             env, "invite", PlayerInvited(by=env.actor, player=invitee, table=env.command.table), audience_model(Audience.to(*readers)),
             channels, readers=readers, people=await self.people.of(readers))])
+
+
+def _seated_refusal(loaded: LoadedGame | None, actor: str) -> tuple[Reason | str, dict, str] | None:
+    """Why ``actor`` has no role card or choices to be sent again in this game, if they have none."""
+    if loaded is None:
+        return UNKNOWN_GAME
+    state = loaded.state
+    if state.over:
+        refusal = reject(Reason.GAME_OVER)
+    elif not state.started:
+        refusal = reject(Reason.WRONG_PHASE, phase=state.phase)
+    elif actor not in state.seat_of:
+        refusal = reject(Reason.NOT_A_PLAYER)
+    else:
+        return None
+    return refusal.reason, refusal.params, refusal.message
 
 
 def _invite_refusal(state, host: str, invitee: str) -> tuple[Reason | str, dict, str] | None:

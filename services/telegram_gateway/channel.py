@@ -178,6 +178,10 @@ class TelegramChannel:
         every other choice with buttons in the player's private chat."""
         kinds = {c.kind.value for c in e.choices}
         own = game.own
+        if not envelope.seq:  # sent again to this player alone (show_choices): the group's buttons are there
+            kinds -= GROUP_CHOICES
+            if not kinds:
+                return True
         if "propose_team" in kinds:
             own.pick_message = self.to_group(game, self.pick_text(game), out, self.pick_keyboard(game),
                                              slot=f"pick:{game.table.game_id}:{e.phase_id}")

@@ -15,6 +15,7 @@ from aiogram import Bot, Dispatcher
 from aiogram.types import InlineKeyboardMarkup
 
 from shared.bus import Bus
+from shared.db import to_the_end
 from shared.delivery.channel import Game
 from shared.delivery.games import GameBook
 from shared.delivery.outbox import Outbox, Outgoing
@@ -86,6 +87,13 @@ class TelegramGateway:
                            play.build_unknown())
         return dp
 
+    def poller(self, dispatcher: Dispatcher, *, timeout: int = 30):
+        """Long polling for ``dispatcher`` that loses no update: each kept in the gateway's database
+        until handled (``polling.Poller``)."""
+        from .polling import Poller
+
+        return Poller(dispatcher, self.bot, engine=self.keeper.engine, timeout=timeout)
+
     async def _save_after(self, handler, update, data):
         """What an update changed is saved with the update's id once it is handled. An update Telegram
         delivers again (the gateway died before its next getUpdates confirmed it) is not handled twice:
@@ -97,11 +105,14 @@ class TelegramGateway:
             return await handler(update, data)
         finally:
             self.memory.handled_updates = (*self.memory.handled_updates[1 - HANDLED_KEPT:], update.update_id)
-            for game_id in games:
-                game = self.book.get(game_id)
-                if game is not None:
-                    await self.book.save(game)
-            await self.keeper.save()
+            await to_the_end(self._save(games))  # a handler cut off at a stop: never in the middle of a write
+
+    async def _save(self, games: set[str]) -> None:
+        for game_id in games:
+            game = self.book.get(game_id)
+            if game is not None:
+                await self.book.save(game)
+        await self.keeper.save()
 
     def _games_of_update(self, update) -> set[str]:
         """The games an update can change: the one its button names, the group's open one."""

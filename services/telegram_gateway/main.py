@@ -62,7 +62,7 @@ class TelegramRunner:
                                        throttle=throttle_from_settings(settings))
         self.dispatcher = self.gateway.dispatcher()
         self.on_fatal = on_fatal
-        self._polling: asyncio.Task | None = None
+        self._poller = None  # long polling's (polling.Poller), once serving without a webhook
         self._connecting: asyncio.Task | None = None
         self._web: web.AppRunner | None = None
         readiness.register("telegram", reason="connecting to the Bot API")
@@ -115,8 +115,10 @@ class TelegramRunner:
         if not s.telegram_webhook_url:
             await self.bot.delete_webhook(drop_pending_updates=False)
             # updates are handled side by side (a reply paced for one chat holds up no other); what
-            # each changed in the gateway's memory is saved as soon as it is handled (_save_after)
-            self._polling = asyncio.create_task(self.dispatcher.start_polling(self.bot, handle_signals=False))
+            # each changed in the gateway's memory is saved as soon as it is handled (_save_after); each
+            # is committed to the database before Telegram is told it arrived (polling.py): a kill loses none
+            self._poller = self.gateway.poller(self.dispatcher)
+            self._poller.start()
         else:
             app = web.Application()
             # answered once handled: Telegram sends an update again until it gets that answer, so a
@@ -139,10 +141,8 @@ class TelegramRunner:
         if self._connecting is not None:
             self._connecting.cancel()
             await asyncio.gather(self._connecting, return_exceptions=True)
-        if self._polling is not None:
-            await self.dispatcher.stop_polling()
-            self._polling.cancel()
-            await asyncio.gather(self._polling, return_exceptions=True)
+        if self._poller is not None:  # before the session and the database it uses are closed
+            await self._poller.stop()
         if self._web is not None:
             await self._web.cleanup()
         await self.gateway.close()

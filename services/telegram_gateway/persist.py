@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import select
 
-from shared.db import make_engine, migrate, upsert
+from shared.db import make_engine, migrate, to_the_end, upsert
 from shared.delivery.rows import GatewayStateRow
 
 from .memory import Memory
@@ -65,7 +65,7 @@ class MemoryKeeper:
         while True:
             await asyncio.sleep(self.interval)
             try:
-                await self.save()
+                await to_the_end(self.save())  # close() cancels this task: never in the middle of a write
             except asyncio.CancelledError:
                 raise
             except Exception:

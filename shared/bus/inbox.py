@@ -22,6 +22,7 @@ import asyncio
 import json
 import logging
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
@@ -33,13 +34,20 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 log = logging.getLogger(__name__)
 
-INBOX = Table(
-    "inbox", MetaData(),
-    Column("message_id", String(200), primary_key=True),
-    Column("seq", BigInteger, nullable=False),
-    Column("body", LargeBinary, nullable=False),  # the command envelope's JSON, byte for byte
-    Column("received_at", DateTime(timezone=True), nullable=False),
-)
+
+def inbox_table(name: str) -> Table:
+    return Table(
+        name, MetaData(),
+        Column("message_id", String(200), primary_key=True),
+        Column("seq", BigInteger, nullable=False),
+        Column("body", LargeBinary, nullable=False),  # the command envelope's JSON, byte for byte
+        Column("received_at", DateTime(timezone=True), nullable=False),
+    )
+
+
+INBOX = inbox_table("inbox")
+#: The Telegram gateway's updates, kept the same way (services/telegram_gateway/polling.py).
+UPDATE_INBOX = inbox_table("update_inbox")
 
 #: Deletes per statement (SQLite's bound-parameter limit is well above it).
 _CHUNK = 500
@@ -71,17 +79,29 @@ def message_id_of(body: bytes) -> str:
     return value[:200] if isinstance(value, str) and value else f"raw:{uuid.uuid4()}"
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What an inbox keeps: its table, and how a body's key in it is read."""
+
+    table: Table
+    key_of: Callable[[bytes], str]
+
+
 class InboxMissing(RuntimeError):
     """The database has no inbox table: the engine's migrations have not run."""
 
 
 class Inbox:
-    def __init__(self, url: str, *, delete_delay: float = 0.2, max_deletes: int = 2000) -> None:
-        self.url = url
+    def __init__(self, url: str, *, delete_delay: float = 0.2, max_deletes: int = 2000, table: Table = INBOX,
+                 key_of: Callable[[bytes], str] = message_id_of, engine: AsyncEngine | None = None) -> None:
+        """``table``: the table kept (the bus's commands by default); ``key_of``: a body's key in it;
+        ``engine``: the owner's engine on ``url``, used (and left open) instead of one of the inbox's
+        own, so that one process does not write one SQLite file through two pools."""
+        self.kept = Kept(table, key_of)
+        self.database: AsyncEngine | str = engine if engine is not None else url  # a URL: an engine of its own
         self.delete_delay = delete_delay  # how long handled commands' rows may wait to be deleted together
         self.max_deletes = max_deletes  # ... or how many
         self._engine: AsyncEngine | None = None
-        self._insert = (postgresql if url.startswith("postgresql") else sqlite).insert
         self._seq = 0
         self._puts: list[tuple[str, bytes, asyncio.Future]] = []
         self._done: list[str] = []
@@ -93,16 +113,15 @@ class Inbox:
     async def open(self, on_stored: Callable[[str, bytes], None]) -> list[tuple[str, bytes]]:
         """Start; returns the rows left by an earlier run, oldest first. ``on_stored(key, body)`` is
         called for each command once committed, in the order the commands were put."""
-        self._engine = _engine(self.url)
+        self._engine = _engine(self.database) if isinstance(self.database, str) else self.database
+        table = self.kept.table
         try:
             async with self._engine.connect() as conn:
-                rows = (await conn.execute(
-                    select(INBOX.c.message_id, INBOX.c.body).order_by(INBOX.c.seq))).all()
-                top = (await conn.execute(select(func.max(INBOX.c.seq)))).scalar()
+                rows = (await conn.execute(select(table.c.message_id, table.c.body).order_by(table.c.seq))).all()
+                top = (await conn.execute(select(func.max(table.c.seq)))).scalar()
         except DBAPIError as error:
-            await self._engine.dispose()
-            self._engine = None
-            raise InboxMissing(f"the command inbox cannot be read: {error.orig!r}; without its table, run the "
+            await self._dispose()
+            raise InboxMissing(f"the {table.name} table cannot be read: {error.orig!r}; without it, run the "
                                "migrations (avalon migrate) first") from None
         self._seq = top or 0
         self._on_stored = on_stored
@@ -116,7 +135,7 @@ class Inbox:
         if self._writer is None or self._writer.done() or self._closing:
             raise RuntimeError("the inbox is not open: await bus.start() first")
         future = asyncio.get_running_loop().create_future()
-        self._puts.append((message_id_of(body), body, future))
+        self._puts.append((self.kept.key_of(body), body, future))
         self._wake.set()
         await future
 
@@ -141,9 +160,12 @@ class Inbox:
             if not future.done():
                 future.set_exception(RuntimeError("the bus is closing"))
         self._puts.clear()
-        if self._engine is not None:
+        await self._dispose()
+
+    async def _dispose(self) -> None:
+        if self._engine is not None and isinstance(self.database, str):
             await self._engine.dispose()
-            self._engine = None
+        self._engine = None
 
     async def _write_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -163,10 +185,18 @@ class Inbox:
                     self._wake.clear()
             puts, self._puts = self._puts, []
             done, self._done = self._done, []
+            # close() may cancel this task: a write is run to its end all the same (a statement
+            # cancelled on SQLite can leave the file locked; see shared.db.to_the_end)
+            write = asyncio.ensure_future(self._write(puts, done))
             try:
-                await self._write(puts, done)
+                await asyncio.shield(write)
             except asyncio.CancelledError:
-                self._puts[:0] = puts  # close() fails them
+                if not write.done():
+                    await asyncio.wait([write])
+                if write.done() and not write.cancelled() and write.exception() is None:
+                    self._stored(puts)
+                else:
+                    self._puts[:0] = puts  # close() fails them
                 raise
             except Exception as error:
                 log.exception("could not write %d commands to the inbox", len(puts))
@@ -180,12 +210,15 @@ class Inbox:
                 if self._done:
                     self._wake.set()
                 continue
-            for key, body, future in puts:
-                if not future.done():  # a sender cancelled meanwhile: it was not told it was sent, but it was
-                    future.set_result(None)
-                self._on_stored(key, body)
+            self._stored(puts)
             if self._closing and not self._puts:
                 return
+
+    def _stored(self, puts: list[tuple[str, bytes, asyncio.Future]]) -> None:
+        for key, body, future in puts:
+            if not future.done():  # a sender cancelled meanwhile: it was not told it was sent, but it was
+                future.set_result(None)
+            self._on_stored(key, body)
 
     async def _write(self, puts: list[tuple[str, bytes, asyncio.Future]], done: list[str]) -> None:
         if not puts and not done:
@@ -196,8 +229,10 @@ class Inbox:
         for key, body, _ in puts:
             self._seq += 1
             rows.append(dict(message_id=key, seq=self._seq, body=body, received_at=now))
+        table = self.kept.table
         async with self._engine.begin() as conn:
             if rows:  # a command id already waiting (sent twice): one row, delivered as often as sent
-                await conn.execute(self._insert(INBOX).on_conflict_do_nothing(index_elements=["message_id"]), rows)
+                insert = (postgresql if self._engine.dialect.name == "postgresql" else sqlite).insert
+                await conn.execute(insert(table).on_conflict_do_nothing(index_elements=["message_id"]), rows)
             for start in range(0, len(done), _CHUNK):
-                await conn.execute(delete(INBOX).where(INBOX.c.message_id.in_(done[start:start + _CHUNK])))
+                await conn.execute(delete(table).where(table.c.message_id.in_(done[start:start + _CHUNK])))

@@ -36,14 +36,12 @@ class GatewayProcess:
         self.gateway = TelegramGateway(self.bot, self.bus, limits=self.limits, database_url=self.database_url)
         await self.gateway.start()
         self.dispatcher = self.gateway.dispatcher()
-        self.polling = asyncio.create_task(
-            self.dispatcher.start_polling(self.bot, handle_signals=False, polling_timeout=1))
+        self.poller = self.gateway.poller(self.dispatcher, timeout=1)
+        self.poller.start()
         return self.gateway
 
     async def stop(self) -> None:
-        await self.dispatcher.stop_polling()
-        self.polling.cancel()
-        await asyncio.gather(self.polling, return_exceptions=True)
+        await self.poller.stop()
         await self.gateway.close()
         await self.bot.session.close()
         await self.bus.close()

@@ -56,14 +56,12 @@ async def start_telegram(narrator) -> None:
     narrator.telegram = TelegramGateway(narrator.bot, narrator.bus, limits=FAST, database_url=narrator.url)
     await narrator.telegram.start()
     narrator.dispatcher = narrator.telegram.dispatcher()
-    narrator.polling = asyncio.create_task(
-        narrator.dispatcher.start_polling(narrator.bot, handle_signals=False, polling_timeout=1))
+    narrator.poller = narrator.telegram.poller(narrator.dispatcher, timeout=1)
+    narrator.poller.start()
 
 
 async def stop_telegram(narrator) -> None:
-    await narrator.dispatcher.stop_polling()
-    narrator.polling.cancel()
-    await asyncio.gather(narrator.polling, return_exceptions=True)
+    await narrator.poller.stop()
     await narrator.telegram.close()
     await narrator.bot.session.close()
 

@@ -16,6 +16,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from services.engine.deadlines import DeadlineScheduler
 from services.channels import channel_map
 from services.engine.service import EngineService
@@ -25,6 +27,7 @@ from shared.narration.render import Context, Narrator, Recipient
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fakes.telegram_markup import parse_html
 from tests.integration.conftest import amqp_url, rabbit_prefix, require_rabbitmq  # noqa: F401
+from tests.integration.engine_support import create_pg_database, drop_pg_database
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ["Ann", "Bob", "Cleo", "Dan", "Eve"]
@@ -32,8 +35,9 @@ QUIET = {"player_voted", "player_played_card", "board_shown"}
 
 
 class Gateway:
-    def __init__(self, tmp_path: Path, fake: FakeTelegram, amqp: str, prefix: str) -> None:
-        self.env = {**os.environ, "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}",
+    def __init__(self, tmp_path: Path, fake: FakeTelegram, amqp: str, prefix: str, *,
+                 database_url: str | None = None) -> None:
+        self.env = {**os.environ, "DATABASE_URL": database_url or f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}",
                     "AMQP_URL": amqp, "BUS_PREFIX": prefix, "TELEGRAM_BOT_TOKEN": fake.token,
                     "TELEGRAM_API_URL": fake.base_url, "TELEGRAM_LIMITS": "0,100000,100000", "OPS_LISTEN": "off",
                     "LOG_LEVEL": "INFO", "PYTHONPATH": str(ROOT)}
@@ -186,6 +190,85 @@ async def test_sigkills_of_the_telegram_gateway_lose_no_message_of_a_whole_game(
                          for (chat, text), n in expected.items())
         print(f"\n{kills} SIGKILLs of the gateway; {len(wanted)} messages expected, 0 lost, {duplicates} duplicated")
         assert duplicates <= 10 * kills, "duplicates are bounded by what was in flight at each kill"
+    except BaseException:
+        print("gateway log:\n" + "\n".join(gateway.log.read_text().splitlines()[-60:]))
+        raise
+    finally:
+        gateway.stop()
+        await engine.stop()
+        await engine_bus.close()
+        await engine_bus.delete_everything("telegram")
+        await store.close()
+        await fake.stop()
+
+
+#: Seeds of the killed-press runs: each picks the leader's seat pressed and how long after Telegram was
+#: told of the press the kill falls (before or after the press's row is committed, its handling ends).
+PRESS_SEEDS = [1, 2, 3, 4]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def gateway_db(request, tmp_path):
+    """The gateway's database: a SQLite file, or a scratch PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
+        return
+    url, name = await create_pg_database()
+    yield url
+    await drop_pg_database(name)
+
+
+@pytest.mark.parametrize("seed", PRESS_SEEDS)
+async def test_a_press_the_gateway_was_killed_handling_counts_once_after_the_restart(tmp_path, amqp_url, rabbit_prefix,
+                                                                                    gateway_db, seed):
+    """Killed in the middle of the leader's pick (its answer to the press held at the Bot API), after it
+    had already asked Telegram for more updates (which confirms the press: Telegram forgets it): the
+    pick is not lost, since it was kept in the gateway's database first, and the restarted gateway
+    applies it once (twice would toggle the seat back)."""
+    await require_rabbitmq(amqp_url)
+    rng = random.Random(seed)
+    fake = await FakeTelegram().start()
+    engine_bus = RabbitBus(amqp_url, prefix=rabbit_prefix)
+    await engine_bus.start()
+    store = Store(f"sqlite+aiosqlite:///{tmp_path / 'engine.db'}")
+    engine = EngineService(store, engine_bus, DeadlineScheduler(engine_bus), channels=channel_map())
+    await engine.start()
+    gateway = Gateway(tmp_path, fake, amqp_url, rabbit_prefix, database_url=gateway_db)
+    await gateway.start()
+    users = [fake.user(500 + i, name) for i, name in enumerate(NAMES)]
+    group = fake.group(-900, "Camelot", members=users)
+    try:
+        for user in users:
+            await user.start_private()
+        await users[0].send(group, "/newgame")
+        lobby = await fake.wait_for_message(group, "A new game", timeout=30)
+        for user in users[1:]:
+            await user.press(lobby, button="Join")
+        await fake.wait_for(lambda: sum(m.text.count("joined the game") for m in fake.messages(group)) >= 5,
+                            timeout=30)
+        await users[0].send(group, "/startgame")
+        picker = await fake.wait_for_message(group, "0 selected", timeout=30)
+        await asyncio.sleep(0.5)  # the picker is marked sent: an edit finds it after the restart
+        leader = next(u for u in users if picker.text.startswith(f"👑 {u.first_name}:"))
+
+        fake.hold("answerCallbackQuery")
+        await leader.press(picker, picker.callback_data[rng.randrange(len(picker.callback_data) - 1)])
+        press = max(u["update_id"] for u in fake.pending_updates)
+        await fake.wait_for(lambda: fake.calls("answerCallbackQuery"), timeout=30, what="the press being handled")
+        await fake.wait_for(lambda: any((c.params.get("offset") or 0) > press for c in fake.calls("getUpdates")),
+                            timeout=30, what="Telegram told the press arrived (a getUpdates past it)")
+        await asyncio.sleep(rng.uniform(0.0, 0.3))
+        gateway.kill()
+        fake.release("answerCallbackQuery")  # the dead gateway's answer reaches Telegram after all
+        await fake.wait_for(lambda: all(c.ok is not None for c in fake.calls("answerCallbackQuery")), timeout=10)
+        assert "0 selected" in picker.text, "the pick was drawn before the kill: nothing left to lose"
+        assert not [u for u in fake.pending_updates if u["update_id"] <= press], "Telegram forgot the press"
+
+        await gateway.start()
+        await fake.wait_for(lambda: "1 selected" in picker.text, timeout=30, what="the pick, applied after the restart")
+        await users[0].send(group, "/status")  # a later update, handled after the one from before the kill
+        await fake.wait_for_message(group, "📋", timeout=30)
+        assert "1 selected" in picker.text, f"the pick was applied twice (toggled back): {picker.text!r}"
     except BaseException:
         print("gateway log:\n" + "\n".join(gateway.log.read_text().splitlines()[-60:]))
         raise

@@ -459,6 +459,7 @@ class FakeTelegram:
         self._changed_event = asyncio.Event()
         self._closing = False
         self._failures: list[dict[str, Any]] = []
+        self._holds: dict[str, asyncio.Event] = {}
         self._limits: dict[str, float] | None = None
         self._sent_at: dict[int, deque[float]] = {}
         self._sent_at_global: deque[float] = deque()
@@ -499,6 +500,8 @@ class FakeTelegram:
             return
         self._closing = True
         self._wake_pollers()  # long polls answer at once
+        for method in list(self._holds):
+            self.release(method)
         await asyncio.sleep(0)
         runner, self._runner = self._runner, None
         await runner.cleanup()
@@ -616,6 +619,17 @@ class FakeTelegram:
         self._failures.append({"method": method.lower(), "code": code, "retry_after": retry_after, "times": times,
                                "description": description or _DEFAULT_DESCRIPTIONS.get(code, f"Error {code}"),
                                "chat_id": chat_id})
+
+    def hold(self, method: str) -> None:
+        """Calls of ``method`` wait, unanswered and not yet carried out, until ``release(method)``: a bot
+        caught in the middle of handling something (then killed, say)."""
+        self._holds[method.lower()] = asyncio.Event()
+
+    def release(self, method: str) -> None:
+        """The calls held for ``method`` are carried out and answered; later ones are not held."""
+        event = self._holds.pop(method.lower(), None)
+        if event is not None:
+            event.set()
 
     def rate_limit(self, per_chat_per_second: float = 1, per_group_per_minute: float = 20,
                    global_per_second: float = 30) -> None:
@@ -892,6 +906,8 @@ class FakeTelegram:
                 self.unknown_calls.append(call)
                 raise TelegramError(404, "Not Found: method not found")
             self._injected_failure(canonical, call.params)
+            if (held := self._holds.get(canonical.lower())) is not None:
+                await held.wait()
             self._check_rate(canonical, call)
             result = await handler(call.params)
             self._count_rate(canonical, call.params)

@@ -1,4 +1,5 @@
-"""Private chat: /start (and the join_<game> deep link), free text for the last word and the council."""
+"""Private chat: /start (and the join_<game> deep link; a player back after blocking the bot gets
+again what is open for them), /role, free text for the last word and the council."""
 
 from __future__ import annotations
 
@@ -21,6 +22,29 @@ async def start(message: Message, command: CommandObject, gw) -> None:
         game = gw.game(game_id)
         if game is not None and not game.table.seated(player) and not game.table.over:
             await gw.command(game_id, player, {"type": "join"})
+    # back (after blocking the bot, say): what was offered to them meanwhile never reached them, so
+    # the engine sends them again, to them alone, what is open for them in each of their games now
+    for game in gw.games_of(player):
+        if game.table.turn.phase is not Phase.LOBBY:
+            await gw.command(game.table.game_id, player, {"type": "show_choices"})
+
+
+async def role(message: Message, gw) -> None:
+    """The player's role card again, from the engine, in their private chat (asked in a group: the
+    card still comes in private; the group reads nothing of it)."""
+    player = gw.remember_user(message.from_user)
+    if message.chat.type == "private":
+        games = [g for g in gw.games_of(player) if g.table.turn.phase is not Phase.LOBBY]
+    else:
+        game = gw.game_of_chat(message.chat.id)
+        games = [game] if game is not None and game.table.seated(player) and not game.table.over \
+            and game.table.turn.phase is not Phase.LOBBY else []
+    if not games:
+        if message.chat.type == "private":
+            await gw.answer(message, gw.ui(None, player, "no_games"))
+        return
+    for game in games:
+        await gw.command(game.table.game_id, player, {"type": "show_role"})
 
 
 async def my_games(message: Message, gw) -> None:
@@ -56,5 +80,6 @@ def build() -> Router:
     router = Router(name="private")
     router.message.register(start, CommandStart(), PRIVATE)
     router.message.register(my_games, Command("mygames"), PRIVATE)
+    router.message.register(role, Command("role"))
     router.message.register(free_text, PRIVATE, F.text, ~F.text.startswith("/"))
     return router

@@ -17,6 +17,7 @@ from typing import Awaitable, Callable
 from sqlalchemy import update
 
 from shared import ops
+from shared.db import to_the_end
 
 from ..rows import OutboxRow
 from .marks import SentMarks
@@ -101,13 +102,16 @@ class Attempts:
             await self._died(each, error or "no attempt left")
 
     async def _record(self, row: Row, state: str, error: str) -> None:
-        try:
-            async with self.engine.begin() as conn:
-                await conn.execute(update(OutboxRow).where(OutboxRow.id == row.id).values(
-                    state=state, attempts=row.attempts, last_error=error,
-                    done_at=datetime.now(timezone.utc) if state != "pending" else None))
+        try:  # the queues' workers are cancelled at a stop: never in the middle of this write
+            await to_the_end(self._write_state(row, state, error))
         except Exception:  # noqa: BLE001 - the row stays pending: sent again after a restart
             log.exception("%s outbox: could not record the state of message %d", self.channel, row.id)
+
+    async def _write_state(self, row: Row, state: str, error: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(update(OutboxRow).where(OutboxRow.id == row.id).values(
+                state=state, attempts=row.attempts, last_error=error,
+                done_at=datetime.now(timezone.utc) if state != "pending" else None))
 
     async def _died(self, row: Row, error: str) -> None:
         await self._record(row, "dead", error)

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, update
 
-from shared.db import upsert
+from shared.db import to_the_end, upsert
 
 from ..rows import OutboxRow, SlotRow
 from .messages import Row
@@ -66,7 +66,7 @@ class SentMarks:
         while self.waiting:
             await asyncio.sleep(delay)
             try:
-                await self._write()
+                await to_the_end(self._write())  # close() cancels this task: never in the middle of a write
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # noqa: BLE001 - the database is away: kept, and tried again
