@@ -40,6 +40,7 @@ class InProcessBus:
         self._dead: list[bytes] = []
         self._subscriptions: dict[str, tuple[str, EventHandler, asyncio.Queue]] = {}
         self._tasks: list[asyncio.Task] = []
+        self._handling = 0  # commands and events taken off their queues, their handlers not returned yet
 
     async def start(self) -> None:
         """With an inbox: open it, and queue what an earlier run left there before anything new."""
@@ -84,6 +85,7 @@ class InProcessBus:
     async def _consume(self, handler: CommandHandler) -> None:
         while True:
             body, attempts, key = await self._commands.get()
+            self._handling += 1
             try:
                 await handler(body)
             except PoisonMessage:
@@ -100,6 +102,8 @@ class InProcessBus:
                     await self._commands.put((body, attempts + 1, key))
             else:
                 self._settled(key)  # acknowledged: the handler returned
+            finally:
+                self._handling -= 1
 
     async def publish_event(self, envelope: EventEnvelope, channel: str) -> None:
         handled = self._put(envelope, channel)
@@ -155,6 +159,7 @@ class InProcessBus:
     async def _deliver(self, handler: EventHandler, queue: asyncio.Queue) -> None:
         while True:
             envelope, done = await queue.get()
+            self._handling += 1
             try:
                 for attempt in range(self.delivery_limit):
                     try:
@@ -165,6 +170,7 @@ class InProcessBus:
                     except Exception:
                         log.exception("event handler failed (attempt %d)", attempt + 1)
             finally:
+                self._handling -= 1
                 if done is not None and not done.done():
                     done.set_result(None)
 
@@ -173,12 +179,14 @@ class InProcessBus:
         return dead
 
     async def idle(self) -> None:
-        """Wait until every queued command and event has been handled (tests)."""
+        """Wait until every queued command and event has been handled, the ones being handled too."""
         while True:
             await asyncio.sleep(0)
-            busy = not self._commands.empty() or any(not q.empty() for _, _, q in self._subscriptions.values())
-            if not busy:
+            if not self._busy():
                 await asyncio.sleep(0.01)
-                busy = not self._commands.empty() or any(not q.empty() for _, _, q in self._subscriptions.values())
-                if not busy:
+                if not self._busy():
                     return
+
+    def _busy(self) -> bool:
+        return bool(self._handling) or not self._commands.empty() or any(
+            not q.empty() for _, _, q in self._subscriptions.values())

@@ -58,3 +58,27 @@ async def test_without_confirmation_publishing_does_not_wait():
     await bus.publish_event(envelope(1), "test")
     assert time.monotonic() - started < 0.2
     await bus.close()
+
+
+async def test_idle_waits_for_the_event_and_the_command_being_handled_not_only_for_the_queues():
+    """`avalon demo` waits for the bus to be idle before it stops: an event taken off its queue and
+    still being handled (its messages not staged yet) is work, or the game's last message was lost."""
+    bus = InProcessBus(confirm_events=None)
+    handled: list[str] = []
+
+    async def slow_event(e) -> None:
+        await asyncio.sleep(0.2)
+        handled.append(f"event {e.seq}")
+
+    async def slow_command(body) -> None:
+        await asyncio.sleep(0.3)
+        handled.append("command")
+
+    await bus.subscribe_events("a", "test.#", slow_event)
+    await bus.consume_commands(slow_command)
+    await bus.publish_event(envelope(1), "test")
+    await bus.send_raw_command(b"{}")
+    await asyncio.sleep(0.05)  # both taken off their queues, both still being handled
+    await bus.idle()
+    assert sorted(handled) == ["command", "event 1"]
+    await bus.close()
