@@ -34,7 +34,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.runtime import StartupError, one_line, retry
+from shared.runtime import StartupError, configure_logging, one_line, retry
 
 log = logging.getLogger("avalon.broker_users")
 
@@ -195,6 +195,13 @@ class BrokerUserSettings(BaseSettings):
     email_amqp_password: str | None = None
 
 
+def settings_help() -> dict[str, str]:
+    """What `avalon broker-users --help` says of the settings it reads besides the bus's."""
+    return {"AMQP_URL": "the broker's admin, who makes the users",
+            "RABBITMQ_MANAGEMENT_URL": "RabbitMQ's management API (default: the host of AMQP_URL, port 15672)",
+            **{password_variable(role): f"the password of the {role} service's broker user" for role in roles()}}
+
+
 @dataclass(frozen=True)
 class Admin:
     management_url: str
@@ -261,10 +268,10 @@ async def declare_topology(amqp_url: str, prefix: str, delivery_limit: int) -> N
 
 
 def run(args: argparse.Namespace) -> int:
-    from shared.config import Settings
+    from services import settings_check
 
-    settings, extra = Settings(), BrokerUserSettings()
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings, extra = settings_check.load("broker-users"), BrokerUserSettings()
+    configure_logging(settings.log_level)
     vhost = admin_from(settings.amqp_url).vhost
     if args.print:
         print(f"# broker users for BUS_PREFIX={settings.bus_prefix} in vhost {vhost}, "
