@@ -161,10 +161,10 @@ def test_every_service_with_a_broker_user_has_a_password_setting_and_env_example
     assert "RABBITMQ_MANAGEMENT_URL=" in example and "RABBITMQ_MANAGEMENT_URL" in README
 
 
-def test_the_readmes_rabbitmqctl_commands_are_what_avalon_broker_users_print_writes():
-    blocks = re.findall(r"```sh\n(.*?)\n```", README, re.S)
+def test_the_operations_guides_rabbitmqctl_commands_are_what_avalon_broker_users_print_writes():
+    blocks = re.findall(r"```sh\n(.*?)\n```", (ROOT / "docs" / "operations.md").read_text(), re.S)
     printed = "\n".join(broker_users.rabbitmqctl_commands(vhost="/", prefix="avalon"))
-    assert printed in blocks, "README's rabbitmqctl block is out of date: paste `avalon broker-users --print`"
+    assert printed in blocks, "docs/operations.md's rabbitmqctl block is out of date: paste `avalon broker-users --print`"
     assert "| `avalon broker-users` |" in README
 
 
