@@ -108,7 +108,8 @@ def build_parser():
     p = sub.add_parser("schema", help="print the JSON Schema of every message on the bus")
     p.set_defaults(run=_schema)
     p = sub.add_parser("export", help="print a game's event log as JSON lines (with the deal once it is over)")
-    p.add_argument("game_id", metavar="GAME_ID", help="the game's id, as the engine's log names it")
+    p.add_argument("game_id", metavar="GAME_ID", help="the game's id (a Telegram game's is tg<CHAT>_<N>, what "
+                   "follows join_ in its lobby's link)")
     p.set_defaults(run=_export)
     extra = {"export": "\n\nExit status: 0 printed; 1 no database at DATABASE_URL, or it cannot be reached; "
                       "2 a bad setting, or no such game.",
