@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     its output then survives any terminal encoding, and a Ctrl-C once the status is known is ignored)."""
     if argv is None:
         _tolerant_output()
+        _quiet_abandoned_threads()
     try:
         args = build_parser().parse_args(argv)
         status = args.run(args)
@@ -182,6 +183,21 @@ def _tolerant_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+
+
+def _quiet_abandoned_threads() -> None:
+    """A database driver's thread still finishing a query whose task a Ctrl-C abandoned cannot hand
+    its answer to the event loop, which is closed by then: harmless as the process ends, and not to
+    be printed as a traceback. Any other error of a thread still is."""
+    import threading
+
+    shown = threading.excepthook
+
+    def hook(args) -> None:
+        if not (isinstance(args.exc_value, RuntimeError) and str(args.exc_value) == "Event loop is closed"):
+            shown(args)
+
+    threading.excepthook = hook
 
 
 def _ignore_ctrl_c() -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import secrets
 import shutil
@@ -197,6 +198,11 @@ async def _unless_interrupted(work) -> None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
     if ctrl_c.is_set():
+        # The game is thrown away with its database: nothing it was doing need finish, and what closing
+        # would say of it (the outbox's "could not mark N messages sent ... sent again on the next
+        # start", when a commit cut short still holds the database) is not so: there is no next start.
+        logging.disable(logging.CRITICAL)
+        await _cancel_the_rest()
         raise Interrupted
     task.result()
 
@@ -217,4 +223,5 @@ async def _cancel_the_rest() -> None:
     others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
     for task in others:
         task.cancel()
-    await asyncio.gather(*others, return_exceptions=True)
+    if others:  # bounded: a task that will not end holds up no Ctrl-C
+        await asyncio.wait(others, timeout=5)
