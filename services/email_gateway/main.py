@@ -1,8 +1,8 @@
 """Running the email gateway: SMTP out, the IMAP mailbox in. ``services/app.py`` starts it: alone
 on RabbitMQ (``avalon email``, compose) or in the embedded process when ``EMAIL_ADDRESS`` is set
 (``avalon run``). A mail server that is down is waited for (the outbox keeps the mail, the
-watcher reconnects, an SMTP probe retries with backoff) while ``/readyz`` names it; a missing
-setting is a ``StartupError``, found by ``check_settings`` before anything connects."""
+watcher reconnects, an SMTP probe retries with backoff) while ``/readyz`` names it; the settings
+it cannot run without are ``problems``, which ``avalon`` says all at once before anything connects."""
 
 from __future__ import annotations
 
