@@ -17,11 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
+import signal
 
 from services.channels import CHANNELS, channel_map, spec
 from shared.config import Settings
 from shared.ops import readiness, serve_ops
-from shared.runtime import StartupError, one_line, retry, settle_gc, stop_on_signal
+from shared.runtime import BadSetting, StartupError, one_line, retry, settle_gc, stop_on_signal
 
 log = logging.getLogger("avalon")
 
@@ -37,9 +39,8 @@ def open_store(url: str):
     try:
         return Store(url)
     except (ArgumentError, NoSuchModuleError, ValueError) as error:
-        raise StartupError(f"DATABASE_URL {_safe_url(url)!r} is not usable: {one_line(error)} "
-                           "(expected sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB)"
-                           ) from None
+        raise BadSetting([f"DATABASE_URL {_safe_url(url)!r} is not usable: {one_line(error)} (expected "
+                          "sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB)"]) from None
 
 
 def _database_transient(url: str) -> tuple[type[BaseException], ...]:
@@ -53,6 +54,7 @@ def _database_transient(url: str) -> tuple[type[BaseException], ...]:
 
 async def migrate(store, url: str) -> None:
     """The schema at its newest migration, waiting for a database server that is not up yet."""
+    from alembic.util.exc import CommandError
     from sqlalchemy.exc import SQLAlchemyError
 
     readiness.set_not_ready("database", "migrating")
@@ -63,7 +65,18 @@ async def migrate(store, url: str) -> None:
     except (SQLAlchemyError, OSError) as error:
         cause = getattr(error, "orig", None) or error  # the driver's own words, not SQLAlchemy's wrapping
         raise StartupError(f"database at {_safe_url(url)}: {one_line(cause)}") from None
+    except CommandError as error:  # e.g. "Can't locate revision identified by '0009'"
+        found = re.search(r"revision identified by '([^']+)'", str(error))
+        if found is None:
+            raise StartupError(f"database at {_safe_url(url)}: {one_line(error)}") from None
+        raise StartupError(f"database at {_safe_url(url)}: {unknown_revision(found.group(1))}") from None
     readiness.set_ready("database")
+
+
+def unknown_revision(revision: str) -> str:
+    """A schema this version has no migration for, and what a host can do about it."""
+    return (f"its schema is at revision {revision!r}, which this version of avalon does not know (a newer "
+            "version migrated it): run that version, or restore a backup taken before it")
 
 
 async def start_bus(settings: Settings, embedded: bool):
@@ -130,7 +143,8 @@ def _safe_url(url: str) -> str:
 
 
 class Interrupted(Exception):
-    """A signal stopped the process before it had started."""
+    """Ctrl-C (SIGINT) stopped the process, once everything had stopped; or any signal did before it
+    had started."""
 
 
 # -- running -----------------------------------------------------------------------------
@@ -165,7 +179,7 @@ class App:
                     if self._failed.done():
                         self._failed.result()
                     log.info("stopped during start-up")
-                    raise Interrupted
+                    raise Interrupted("during start-up")
 
                 starting.result()
                 settle_gc()
@@ -175,12 +189,14 @@ class App:
             finally:
                 stopping.cancel()
                 readiness.clear()
+        if stop.signal == signal.SIGINT:  # everything is stopped; a service manager's SIGTERM ends in 0
+            raise Interrupted
 
     async def _serve_ops(self):
         try:
             return await serve_ops(self.settings.ops_listen, readiness)
         except ValueError as error:
-            raise StartupError(f"OPS_LISTEN: {error}") from None
+            raise BadSetting([f"OPS_LISTEN: {error}"]) from None
         except OSError as error:  # the port is taken: the narrator still runs, without its endpoints
             from shared.ops import OpsServer
 

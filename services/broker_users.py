@@ -34,7 +34,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.runtime import StartupError, one_line, retry
+from shared.runtime import BadSetting, StartupError, configure_logging, one_line, retry
 
 log = logging.getLogger("avalon.broker_users")
 
@@ -193,6 +193,47 @@ class BrokerUserSettings(BaseSettings):
     engine_amqp_password: str | None = None
     telegram_amqp_password: str | None = None
     email_amqp_password: str | None = None
+    #: Under compose (which passes them; absent elsewhere): the channels whose profile is on, and the
+    #: channels .env configures (compose writes the name of each whose setting is set, comma separated).
+    compose_profiles: str | None = None
+    configured_channels: str | None = None
+
+
+def _names(text: str | None) -> set[str]:
+    return {part.strip() for part in (text or "").split(",") if part.strip()}
+
+
+def compose_check(extra: BrokerUserSettings) -> tuple[list[str], list[str]]:
+    """Under compose, before any user is made: what stops the stack (a channel's profile on without its
+    password or its setting) and what a host should know (a channel configured whose profile is off)."""
+    from services.channels import CHANNELS
+
+    if extra.compose_profiles is None:  # not run by compose: nothing to compare
+        return [], []
+    running, configured = _names(extra.compose_profiles), _names(extra.configured_channels)
+    problems, warnings = [], []
+    for channel in CHANNELS:
+        variable = password_variable(channel.name)
+        if channel.name in running and not getattr(extra, variable.lower()):
+            problems.append(f"{variable} is not set: COMPOSE_PROFILES runs the {channel.title} gateway, which "
+                            "logs in to RabbitMQ with it (set it in .env, e.g. `openssl rand -hex 16`)")
+        if channel.name in running and channel.name not in configured:
+            problems.append(f"{channel.configured_by.upper()} is not set, but COMPOSE_PROFILES runs the "
+                            f"{channel.title} gateway: {channel.how}")
+        if channel.name in configured and channel.name not in running:
+            warnings.append(f"{channel.configured_by.upper()} is set but COMPOSE_PROFILES does not have "
+                            f"{channel.name}: no {channel.title} gateway runs (add it in .env: "
+                            f"COMPOSE_PROFILES={','.join(sorted(running | {channel.name}))})")
+    return problems, warnings
+
+
+def settings_help() -> dict[str, str]:
+    """What `avalon broker-users --help` says of the settings it reads besides the bus's."""
+    return {"AMQP_URL": "the broker's admin, who makes the users",
+            "RABBITMQ_MANAGEMENT_URL": "RabbitMQ's management API (default: the host of AMQP_URL, port 15672)",
+            **{password_variable(role): f"the password of the {role} service's broker user" for role in roles()},
+            "COMPOSE_PROFILES": "(compose) the channels that run: each needs its password and its setting",
+            "CONFIGURED_CHANNELS": "(compose) the channels .env configures: one whose profile is off is warned of"}
 
 
 @dataclass(frozen=True)
@@ -261,22 +302,27 @@ async def declare_topology(amqp_url: str, prefix: str, delivery_limit: int) -> N
 
 
 def run(args: argparse.Namespace) -> int:
-    from shared.config import Settings
+    from services import settings_check
 
-    settings, extra = Settings(), BrokerUserSettings()
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings, extra = settings_check.load("broker-users"), BrokerUserSettings()
+    configure_logging(settings.log_level)
     vhost = admin_from(settings.amqp_url).vhost
     if args.print:
         print(f"# broker users for BUS_PREFIX={settings.bus_prefix} in vhost {vhost}, "
               f"each password from its variable ({', '.join(password_variable(r) for r in roles())})")
         print("\n".join(rabbitmqctl_commands(vhost=vhost, prefix=settings.bus_prefix)))
         return 0
+    problems, warnings = compose_check(extra)
+    if problems:
+        raise BadSetting(problems)
+    for warning in warnings:
+        log.warning("%s", warning)
     passwords = {role: getattr(extra, password_variable(role).lower()) or "" for role in roles()}
     if not any(passwords.values()):
         print(f"avalon: error: set {', '.join(password_variable(r) for r in roles())} (a password for each "
               "service's broker user)", file=sys.stderr)
         return 2
-    for role in [r for r, p in passwords.items() if not p]:
+    for role in [r for r, p in passwords.items() if not p and extra.compose_profiles is None]:
         log.warning("no broker user for the %s: %s is empty", "engine" if role == "engine" else f"{role} gateway",
                     password_variable(role))
     done = asyncio.run(create(settings.amqp_url, settings.bus_prefix, settings.delivery_limit,

@@ -24,23 +24,35 @@ class ChannelSpec:
     configured_by: str  # the setting that turns it on
     how: str  # one line: how a host adds it
     runner: str  # "module:Class" of its runner: Class(settings, bus, on_fatal=...) with start() and stop()
-    check: str | None = None  # "module:function" that checks its settings before anything starts
+    #: the beginnings of the names of the settings it reads (`avalon <name> --help` lists them; compose
+    #: passes them to its service)
+    settings: tuple[str, ...] = ()
+    #: "module:function" giving what is wrong with its settings (a list of lines) before anything starts
+    check: str | None = None
 
     def load_runner(self):
         return _load(self.runner)
 
+    def problems(self, settings) -> list[str]:
+        return [] if self.check is None else list(_load(self.check)(settings))
+
     def check_settings(self, settings) -> None:
-        if self.check is not None:
-            _load(self.check)(settings)
+        """A ``BadSetting`` naming every problem of its settings, if any."""
+        from shared.runtime import BadSetting
+
+        if problems := self.problems(settings):
+            raise BadSetting(problems)
 
 
 CHANNELS = (
     ChannelSpec("telegram", "tg", "Telegram", "telegram_bot_token",
                 "set TELEGRAM_BOT_TOKEN (a bot made with @BotFather) to play in Telegram groups",
-                "services.telegram_gateway.main:TelegramRunner"),
+                "services.telegram_gateway.main:TelegramRunner", settings=("telegram_", "throttle_"),
+                check="services.telegram_gateway.checks:problems"),
     ChannelSpec("email", "mail", "email", "email_address",
                 "set EMAIL_ADDRESS, EMAIL_SECRET and the SMTP_* and IMAP_* settings to play by email",
-                "services.email_gateway.main:EmailRunner", check="services.email_gateway.main:check_settings"),
+                "services.email_gateway.main:EmailRunner", settings=("email_", "smtp_", "imap_", "throttle_"),
+                check="services.email_gateway.main:problems"),
 )
 
 #: Channels without a gateway here that the engine routes events to all the same (channel -> its

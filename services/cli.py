@@ -5,41 +5,34 @@ pipe) ends in one line on stderr and a non-zero exit, never a traceback."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import logging
+# Only the standard library's lightest modules at import time: everything else is imported inside
+# main(), where a Ctrl-C while it loads is handled like any other.
 import os
 import sys
 
-from services.engine import simulate_cli
-from shared.runtime import StartupError
-
-#: Exit statuses: a start-up that cannot succeed, a bad setting or argument, Ctrl-C, a closed pipe.
+#: Exit statuses: a start-up that cannot succeed (a refused login, an unreachable database for
+#: `avalon export`), a bad setting or argument, Ctrl-C, a closed pipe.
 FAILED, BAD_SETTING, INTERRUPTED, BROKEN_PIPE = 1, 2, 130, 141
 
 
-def _settings():
-    from shared.config import Settings
+def _settings(command: str, channels: list[str] | None = None):
+    from services import settings_check
 
-    return Settings()
+    return settings_check.load(command, channels)
 
 
-def _serve(**what):
+def _serve(command: str, **what):
     """A long-running command: the composition root with these parts."""
 
     def run(args) -> int:
         from services import app
         from services import channels as registry
 
-        settings = _settings()
+        settings = _settings(command, what.get("channels"))
         _logging(settings.log_level)
         channels = what.get("channels")
         if channels is None:  # avalon run: every configured channel
             channels = registry.configured_channels(settings)
-        for name in channels:
-            if not getattr(settings, registry.spec(name).configured_by):
-                raise StartupError(f"the {name} channel is not configured: {registry.spec(name).how}")
         _run_async(app.run_app(settings, embedded=what.get("embedded", False), engine=what.get("engine", False),
                                channels=channels))
         return 0
@@ -50,30 +43,31 @@ def _serve(**what):
 def _migrate(args) -> int:
     from services import app
 
-    settings = _settings()
+    settings = _settings("migrate")
     _logging(settings.log_level)
     _run_async(app.run_migrations(settings))
     return 0
 
 
 def _logging(level: str) -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # a line per migration step / update / job / IMAP answer it does not use
-    for noisy in ("alembic", "aiogram.event", "apscheduler", "aioimaplib"):
-        if logging.getLogger(noisy).getEffectiveLevel() < logging.WARNING and level != "DEBUG":
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    from shared.runtime import configure_logging
+
+    configure_logging(level)
 
 
-def _run_async(coro) -> None:
+def _run_async(coro):
+    import asyncio
+
     try:
         import uvloop
     except ImportError:  # pragma: no cover - Windows
-        asyncio.run(coro)
-    else:
-        uvloop.run(coro)
+        return asyncio.run(coro)
+    return uvloop.run(coro)
 
 
 def _schema(args) -> int:
+    import json
+
     from shared.protocol import json_schema
 
     print(json.dumps(json_schema(), indent=2))
@@ -81,97 +75,137 @@ def _schema(args) -> int:
 
 
 def _export(args) -> int:
-    """Print a game's whole event log (JSON lines), internal records included once it is over."""
-    from services.app import migrate, open_store
+    """Print a game's whole event log (JSON lines), internal records included once it is over. It
+    never creates a database, and gives up on one it cannot reach (exit status 1)."""
+    from services.export import export
 
-    async def run() -> int:
-        url = _settings().database_url
-        store = open_store(url)
-        try:
-            await migrate(store, url)
-            loaded = await store.load(args.game_id)
-            if loaded is None:
-                print(f"avalon export: error: no game {args.game_id!r}", file=sys.stderr)
-                return BAD_SETTING
-            for envelope in await store.event_log(args.game_id, include_internal=loaded.state.over):
-                print(envelope.model_dump_json())
-            return 0
-        finally:
-            await store.close()
-
-    return asyncio.run(run())
+    settings = _settings("export")
+    return _run_async(export(settings.database_url, args.game_id))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="avalon", description="The Resistance: Avalon narrator")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("run", help="run the narrator embedded: the engine and every configured channel, "
-                   "in-process bus, SQLite").set_defaults(run=_serve(embedded=True, engine=True))
-    sub.add_parser("engine", help="run the engine service alone on RabbitMQ (compose)").set_defaults(
-        run=_serve(engine=True, channels=[]))
+def build_parser():
+    import argparse
+
+    from services import broker_users, demo
     from services.channels import CHANNELS
+    from services.engine import simulate_cli
+    from services.settings_check import help_for
 
+    parser = argparse.ArgumentParser(prog="avalon", description="The Resistance: Avalon narrator. "
+                                     "`avalon COMMAND --help` says what a command reads from the environment.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("run", help="run the narrator embedded: the engine and every configured channel, "
+                   "in-process bus, SQLite").set_defaults(run=_serve("run", embedded=True, engine=True))
+    sub.add_parser("engine", help="run the engine service alone on RabbitMQ (compose)").set_defaults(
+        run=_serve("engine", engine=True, channels=[]))
     for channel in CHANNELS:
         sub.add_parser(channel.name, help=f"run the {channel.title} gateway alone on RabbitMQ (compose)"
-                       ).set_defaults(run=_serve(channels=[channel.name]))
+                       ).set_defaults(run=_serve(channel.name, channels=[channel.name]))
     sub.add_parser("migrate", help="bring the database schema up to date, then exit").set_defaults(run=_migrate)
-    from services import broker_users
-
     broker_users.add_parser(sub)
     simulate_cli.add_parser(sub)
-    from services import demo  # imported here: a Ctrl-C while it loads is handled like any other
-
     demo.add_parser(sub)
     p = sub.add_parser("schema", help="print the JSON Schema of every message on the bus")
     p.set_defaults(run=_schema)
     p = sub.add_parser("export", help="print a game's event log as JSON lines (with the deal once it is over)")
-    p.add_argument("game_id")
+    p.add_argument("game_id", metavar="GAME_ID", help="the game's id (a Telegram game's is tg<CHAT>_<N>, what "
+                   "follows join_ in its lobby's link)")
     p.set_defaults(run=_export)
+    extra = {"export": "\n\nExit status: 0 printed; 1 no database at DATABASE_URL, or it cannot be reached; "
+                      "2 a bad setting, or no such game.",
+             "broker-users": broker_users.settings_help()}
+    for name, command in sub.choices.items():
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        rows = extra.get(name) if isinstance(extra.get(name), dict) else None
+        command.epilog = help_for(name, rows) + (extra[name] if isinstance(extra.get(name), str) else "")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pydantic import ValidationError
-
+    """The ``avalon`` command. ``argv`` None: the process's own command line (the program itself:
+    its output then survives any terminal encoding, and a Ctrl-C once the status is known is ignored)."""
+    if argv is None:
+        _tolerant_output()
+        _quiet_abandoned_threads()
     try:
         args = build_parser().parse_args(argv)
         status = args.run(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
-        return status
     except KeyboardInterrupt:
-        print("avalon: interrupted", file=sys.stderr)
-        return INTERRUPTED
-    except _interrupted():
-        print("avalon: interrupted during start-up", file=sys.stderr)
-        return INTERRUPTED
+        status = _say("avalon: interrupted", INTERRUPTED)
     except BrokenPipeError:  # `avalon schema | head`: the reader has what it wanted
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return BROKEN_PIPE
-    except ValidationError as error:
-        print(f"avalon: error: {_bad_setting(error)}", file=sys.stderr)
-        return BAD_SETTING
-    except StartupError as error:
-        print(f"avalon: error: {error}", file=sys.stderr)
-        return FAILED
+        status = BROKEN_PIPE
+    except Exception as error:
+        status = _failure(error)
+        if status is None:
+            raise
+    if argv is None:
+        _ignore_ctrl_c()
+        if status == INTERRUPTED:
+            # Everything is closed. Python would turn a KeyboardInterrupt it saw inside an exec() (a
+            # dataclass being made while a module loaded) into its own death by SIGINT, even though
+            # it was handled: the status is said here instead.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+    return status
 
 
-def _interrupted():
+def _failure(error: Exception) -> int | None:
+    """The one line and the exit status of an error a user can meet; None for a bug."""
+    from pydantic import ValidationError
+
     from services.app import Interrupted
+    from services.settings_check import plain
+    from shared.runtime import BadSetting, StartupError
 
-    return Interrupted
+    if isinstance(error, Interrupted):
+        return _say(f"avalon: interrupted {error}".strip(), INTERRUPTED)
+    if isinstance(error, ValidationError):  # settings read outside settings_check (broker-users' own)
+        return _say(f"avalon: error: {'; '.join(plain(error))}", BAD_SETTING)
+    if isinstance(error, BadSetting):
+        return _say(f"avalon: error: {error}", BAD_SETTING)
+    if isinstance(error, StartupError):
+        return _say(f"avalon: error: {error}", FAILED)
+    return None
 
 
-def _bad_setting(error) -> str:
-    """pydantic-settings' error as one line: which variable, what it holds, what is wrong."""
-    problems = []
-    for item in error.errors():
-        name = "_".join(str(part) for part in item.get("loc", ())).upper() or "setting"
-        value = item.get("input")
-        shown = f"={value!r}" if isinstance(value, (str, int, float)) and "PASSWORD" not in name \
-            and "TOKEN" not in name and "SECRET" not in name else ""
-        problems.append(f"{name}{shown}: {item.get('msg', 'invalid')}")
-    return "bad setting " + "; ".join(problems)
+def _say(line: str, status: int) -> int:
+    print(line, file=sys.stderr)
+    return status
+
+
+def _tolerant_output() -> None:
+    """Whatever the terminal's encoding (PYTHONIOENCODING=latin-1, an old console), what it cannot
+    show is written as escapes (\\u0622) instead of ending the command in a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def _quiet_abandoned_threads() -> None:
+    """A database driver's thread still finishing a query whose task a Ctrl-C abandoned cannot hand
+    its answer to the event loop, which is closed by then: harmless as the process ends, and not to
+    be printed as a traceback. Any other error of a thread still is."""
+    import threading
+
+    shown = threading.excepthook
+
+    def hook(args) -> None:
+        if not (isinstance(args.exc_value, RuntimeError) and str(args.exc_value) == "Event loop is closed"):
+            shown(args)
+
+    threading.excepthook = hook
+
+
+def _ignore_ctrl_c() -> None:
+    """The exit status is known and everything is closed: a Ctrl-C now would only print a traceback
+    from the interpreter's shutdown."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

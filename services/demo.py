@@ -20,10 +20,15 @@ instead of being waited for.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import random
 import secrets
+import shutil
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -95,17 +100,31 @@ def run(args) -> int:
     print(f"Avalon demo: {args.players} players, {args.preset} preset, language {args.lang}, seed {seed}")
     print(f"(the same game again: avalon demo --players {args.players} --lang {args.lang} "
           f"--preset {args.preset} --seed {seed})\n")
+    scratch = tempfile.mkdtemp(prefix="avalon-demo-")
     try:
-        demo = asyncio.run(play(args.players, options, args.lang, seed))
+        demo = asyncio.run(play(args.players, options, args.lang, seed, Path(scratch)))
     except TimeoutError:
         print(f"avalon demo: error: the game did not end within {WATCHDOG_SECONDS:.0f} s", file=sys.stderr)
         return 1
+    except BaseException:  # Ctrl-C: a database connection abandoned mid-connect may still fail in its
+        threading.excepthook = lambda _: None  # thread, after the loop that waited for it is gone
+        raise
+    finally:
+        _remove(Path(scratch))
     sys.stdout.write(demo.text())
     return 0
 
 
-async def play(players: int, options: Options, lang: str, seed: int) -> Demo:
-    """Play one game through the engine service and the console channel; returns what everyone received."""
+async def play(players: int, options: Options, lang: str, seed: int, scratch: Path | None = None) -> Demo:
+    """Play one game through the engine service and the console channel, its database in ``scratch``
+    (a temporary directory of its own when None); returns what everyone received. Everything it opened
+    is closed when it returns, raises or is cancelled (Ctrl-C), each part even if closing another failed."""
+    if scratch is None:
+        own = tempfile.mkdtemp(prefix="avalon-demo-")
+        try:
+            return await play(players, options, lang, seed, Path(own))
+        finally:
+            shutil.rmtree(own, ignore_errors=True)
     from services.console.channel import SCHEME, ConsoleChannel
     from services.console.players import ScriptedPlayers
     from services.engine import moves, service
@@ -124,32 +143,85 @@ async def play(players: int, options: Options, lang: str, seed: int) -> Demo:
     drawn = SimpleNamespace(randbits=lambda bits: game_seed % (1 << bits))  # instead of the engine's own draw
     ids = [f"{SCHEME}:{i + 1}" for i in range(players)]
     names = dict(zip(ids, NAMES[lang].split()))
-    with tempfile.TemporaryDirectory(prefix="avalon-demo-") as scratch, \
-            mock.patch.object(moves, "secrets", drawn):
-        store = Store(f"sqlite+aiosqlite:///{Path(scratch) / 'demo.db'}")
-        bus = InProcessBus()
-        scheduler = DeadlineScheduler(bus)
-        console = ConsoleChannel(names, lang, CLOCK)
-        table = ScriptedPlayers(bus, scheduler, GAME_ID, ids, names, glossary(lang), rng)
-        channels = ChannelMap(schemes={SCHEME: console.name}, routed=frozenset({console.name}),
-                              gateways=frozenset({console.name}))
-        engine = service.EngineService(store, bus, scheduler, channels=channels, clock=table.clock)
-        outbox = Outbox(store.engine, console.name, console.deliver, first_delay=0.01)
-        pipeline = Pipeline(console, GameBook(outbox, console.own_part), Roster(f"{SCHEME}:", has_group=True))
-        try:
-            await bus.start()
-            await bus.subscribe_events(console.name, f"{console.name}.#", pipeline.on_event)
-            await bus.subscribe_events("console-players", f"{console.name}.#", table.on_event)
-            await engine.start()
-            await outbox.start()
-            await table.open(options)
-            await asyncio.wait_for(table.until_over(), WATCHDOG_SECONDS)
-            await bus.idle()
-            await outbox.idle(WATCHDOG_SECONDS)
-        finally:
-            await engine.flush_published()  # waits out a flush under way: stop() then cancels no query
-            await engine.stop()
-            await bus.close()
-            await outbox.close()
-            await store.close()
+    with mock.patch.object(moves, "secrets", drawn):
+        async with contextlib.AsyncExitStack() as stack:
+            store = Store(f"sqlite+aiosqlite:///{scratch / 'demo.db'}")
+            stack.push_async_callback(store.close)
+            stack.push_async_callback(_cancel_the_rest)  # then nothing is left to use the database as it closes
+            bus = InProcessBus()
+            scheduler = DeadlineScheduler(bus)
+            console = ConsoleChannel(names, lang, CLOCK)
+            table = ScriptedPlayers(bus, scheduler, GAME_ID, ids, names, glossary(lang), rng)
+            channels = ChannelMap(schemes={SCHEME: console.name}, routed=frozenset({console.name}),
+                                  gateways=frozenset({console.name}))
+            engine = service.EngineService(store, bus, scheduler, channels=channels, clock=table.clock)
+            outbox = Outbox(store.engine, console.name, console.deliver, first_delay=0.01)
+            pipeline = Pipeline(console, GameBook(outbox, console.own_part), Roster(f"{SCHEME}:", has_group=True))
+            stack.push_async_callback(outbox.close)  # closed in the reverse order: the engine first
+            stack.push_async_callback(bus.close)
+            stack.push_async_callback(engine.stop)
+            stack.push_async_callback(engine.flush_published)  # a flush under way: stop() then cancels no query
+
+            async def game() -> None:
+                await bus.start()
+                await bus.subscribe_events(console.name, f"{console.name}.#", pipeline.on_event)
+                await bus.subscribe_events("console-players", f"{console.name}.#", table.on_event)
+                await engine.start()
+                await outbox.start()
+                await table.open(options)
+                await asyncio.wait_for(table.until_over(), WATCHDOG_SECONDS)
+                await bus.idle()
+                await outbox.idle(WATCHDOG_SECONDS)
+
+            await _unless_interrupted(game())
     return Demo(names, console.transcript.messages())
+
+
+async def _unless_interrupted(work) -> None:
+    """Runs ``work``; a Ctrl-C cancels it, and only it: what was opened is then closed in order, as
+    after a whole game, and ``Interrupted`` is raised (a Ctrl-C that cancelled everything at once left
+    the database's threads writing into a directory being deleted)."""
+    import signal
+
+    from services.app import Interrupted
+
+    loop = asyncio.get_running_loop()
+    ctrl_c = asyncio.Event()
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows, not off the main thread
+        loop.add_signal_handler(signal.SIGINT, ctrl_c.set)
+    task, stop = asyncio.ensure_future(work), asyncio.ensure_future(ctrl_c.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    if ctrl_c.is_set():
+        # The game is thrown away with its database: nothing it was doing need finish, and what closing
+        # would say of it (the outbox's "could not mark N messages sent ... sent again on the next
+        # start", when a commit cut short still holds the database) is not so: there is no next start.
+        logging.disable(logging.CRITICAL)
+        await _cancel_the_rest()
+        raise Interrupted
+    task.result()
+
+
+def _remove(scratch: Path) -> None:
+    """The demo's directory, gone; a connection's thread that was still opening the database when a
+    Ctrl-C came may create a file there just as it is deleted: it is deleted again."""
+    for _ in range(50):
+        shutil.rmtree(scratch, ignore_errors=True)
+        if not scratch.exists():
+            return
+        time.sleep(0.1)
+
+
+async def _cancel_the_rest() -> None:
+    """Cancels every other task of the loop and waits for them: after a Ctrl-C in mid-game, a player's or
+    a pipeline's task still in a query would otherwise reopen a connection as the database closes."""
+    others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in others:
+        task.cancel()
+    if others:  # bounded: a task that will not end holds up no Ctrl-C
+        await asyncio.wait(others, timeout=5)

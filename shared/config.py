@@ -4,62 +4,51 @@ from __future__ import annotations
 
 import logging
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
-    #: SQLite by default (no server to install); PostgreSQL e.g.
-    #: postgresql+asyncpg://avalon:avalon@db:5432/avalon
-    database_url: str = "sqlite+aiosqlite:///./avalon.db"
-    #: RabbitMQ for `avalon engine` (compose); `avalon run` uses the in-process bus.
-    amqp_url: str = "amqp://guest:guest@127.0.0.1:5672/"
-    bus_prefix: str = "avalon"
-    delivery_limit: int = 5
-    log_level: str = "INFO"
-    #: where /healthz, /readyz and /metrics are served ("off": not at all)
-    ops_listen: str = "127.0.0.1:9100"
-    telegram_bot_token: str | None = None
-    telegram_api_url: str | None = None  # a custom Bot API server (self-hosted, or a test stand-in)
-    #: Webhook mode instead of long polling: the public URL Telegram posts to, with a secret token.
-    telegram_webhook_url: str | None = None
-    telegram_webhook_secret: str | None = None
-    telegram_webhook_listen: str = "0.0.0.0:8080"
-    #: The gateway's own pacing, below Telegram's flood limits: seconds between messages to one
-    #: chat, messages per minute to one group, messages per second in all ("1,20,30"). Raise them
-    #: only for a Bot API server of your own that allows more.
-    telegram_limits: str = "1,20,30"
-    #: Flood throttling per user (a Telegram user, a mail sender): commands a second sustained, and
-    #: at once (a token bucket). What goes past it is not acted on; the user is told once per
-    #: refusal window (THROTTLE_BURST / THROTTLE_RATE seconds; by mail at most once an hour). 0: off.
-    throttle_rate: float = 1.0
-    throttle_burst: int = 20
-    #: The email gateway: the narrator's address (with it set, `avalon run` starts the gateway), its
-    #: SMTP server (out) and IMAP mailbox (in); security none | starttls | tls.
-    email_address: str | None = None
-    email_name: str = "Avalon"
-    #: the key that signs each player's reply address (narrator+TOKEN@domain); at least 16 characters
-    email_secret: str | None = None
-    email_time_zone: str = "UTC"  # deadlines for players who set none
-    smtp_host: str = "127.0.0.1"
-    smtp_port: int = 587
-    smtp_security: str = "starttls"
-    smtp_user: str | None = None
-    smtp_password: str | None = None
-    imap_host: str = "127.0.0.1"
-    imap_port: int = 993
-    imap_security: str = "tls"
-    imap_user: str | None = None
-    imap_password: str | None = None
-    imap_folder: str = "INBOX"
-    #: where handled mail is moved; empty: it stays, flagged \Seen and $AvalonDone
-    imap_done_folder: str | None = None
-    #: seconds between checks when the server has no IDLE
-    imap_poll_interval: float = 60.0
-    #: seconds the gateway waits for the rest of a batch before sending a mail
-    email_linger: float = 1.0
+    # Each setting's description is what `avalon COMMAND --help` says of it.
+    database_url: str = Field("sqlite+aiosqlite:///./avalon.db", description=(
+        "SQLite (sqlite+aiosqlite:///PATH) or PostgreSQL (postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB)"))
+    amqp_url: str = Field("amqp://guest:guest@127.0.0.1:5672/", description="RabbitMQ (the services on a broker)")
+    bus_prefix: str = Field("avalon", description="prefix of every exchange and queue")
+    delivery_limit: int = Field(5, description="deliveries of a failing command before it is dead-lettered")
+    log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
+    ops_listen: str = Field("127.0.0.1:9100", description="where /healthz, /readyz and /metrics are served; off: none")
+    telegram_bot_token: str | None = Field(None, description="the bot's token from @BotFather")
+    telegram_api_url: str | None = Field(None, description="a Bot API server of your own instead of Telegram's")
+    telegram_webhook_url: str | None = Field(None, description="webhook mode: the public HTTPS base URL")
+    telegram_webhook_secret: str | None = Field(None, description="webhook mode: the secret Telegram must send")
+    telegram_webhook_listen: str = Field("0.0.0.0:8080", description="webhook mode: where its server listens")
+    #: Raise them only for a Bot API server of your own that allows more.
+    telegram_limits: str = Field("1,20,30", description=(
+        "pacing: seconds between messages to a chat, messages a minute to a group, a second in all"))
+    #: A token bucket per user (a Telegram user, a mail sender); the user is told once per refusal window
+    #: (THROTTLE_BURST / THROTTLE_RATE seconds; by mail at most once an hour).
+    throttle_rate: float = Field(1.0, description="commands a second one user may send over time (0: off)")
+    throttle_burst: int = Field(20, description="commands one user may send at once")
+    email_address: str | None = Field(None, description="the narrator's own address (no +tag)")
+    email_name: str = Field("Avalon", description="the name its mail comes from")
+    email_secret: str | None = Field(None, description="16+ random characters: signs each player's reply address")
+    email_time_zone: str = Field("UTC", description="deadlines for players who set no time zone")
+    smtp_host: str | None = Field(None, description="the server the narrator sends through (required)")
+    smtp_port: int = Field(587, description="its port")
+    smtp_security: str = Field("starttls", description="none, starttls or tls")
+    smtp_user: str | None = Field(None, description="the SMTP login; empty: none")
+    smtp_password: str | None = Field(None, description="its password")
+    imap_host: str | None = Field(None, description="the mailbox the narrator reads (required)")
+    imap_port: int = Field(993, description="its port")
+    imap_security: str = Field("tls", description="none, starttls or tls")
+    imap_user: str | None = Field(None, description="the mailbox login (required)")
+    imap_password: str | None = Field(None, description="its password (required)")
+    imap_folder: str = Field("INBOX", description="the folder it reads")
+    imap_done_folder: str | None = Field(None, description="move handled mail there; empty: flag it and leave it")
+    imap_poll_interval: float = Field(60.0, description="seconds between checks when the server has no IDLE")
+    email_linger: float = Field(1.0, description="seconds to wait for the rest of a batch before sending a mail")
 
     @field_validator("log_level")
     @classmethod
@@ -70,6 +59,22 @@ class Settings(BaseSettings):
         if not isinstance(logging.getLevelName(level), int):
             raise ValueError("expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
         return level
+
+    @field_validator("telegram_bot_token")
+    @classmethod
+    def _token(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        bot, colon, secret = value.strip().partition(":")
+        if not colon or not bot.isdigit() or not secret or any(c.isspace() for c in secret):
+            raise ValueError("expected a bot token as @BotFather gives it, like 123456:ABC-DEF...")
+        return value.strip()
+
+    @field_validator("smtp_host", "imap_host", "smtp_user", "imap_done_folder", "telegram_api_url",
+                     "telegram_webhook_url", "telegram_webhook_secret")
+    @classmethod
+    def _empty_is_unset(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
 
     @field_validator("smtp_security", "imap_security")
     @classmethod

@@ -65,10 +65,27 @@ def make_engine(url: str) -> AsyncEngine:
                                connect_args={"timeout": 10, "command_timeout": 60})
 
 
-async def migrate(engine: AsyncEngine) -> None:
-    """Bring the schema to the newest migration (idempotent; one migration at a time on PostgreSQL)."""
+def _alembic() -> Config:
     config = Config()
     config.set_main_option("script_location", str(resources.files("shared") / "migrations"))
+    return config
+
+
+async def revisions(engine: AsyncEngine) -> tuple[str | None, str, frozenset[str]]:
+    """The schema's revision in this database (None: no schema of ours), the newest this version has,
+    and every one it knows. Reads only: it creates and changes nothing."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(_alembic())
+    async with engine.connect() as conn:
+        current = await conn.run_sync(lambda sync: MigrationContext.configure(sync).get_current_revision())
+    return current, script.get_current_head(), frozenset(s.revision for s in script.walk_revisions())
+
+
+async def migrate(engine: AsyncEngine) -> None:
+    """Bring the schema to the newest migration (idempotent; one migration at a time on PostgreSQL)."""
+    config = _alembic()
 
     def upgrade(connection) -> None:
         config.attributes["connection"] = connection

@@ -28,20 +28,41 @@ def settle_gc() -> None:
     gc.set_threshold(GEN0_THRESHOLD, gen1, gen2)
 
 
-def stop_on_signal() -> "asyncio.Event":
+class Stop(asyncio.Event):
+    """Set by the first SIGINT or SIGTERM; ``signal`` says which (a host's Ctrl-C ends the command
+    with status 130 once everything is stopped, a service manager's SIGTERM with 0)."""
+
+    signal: int | None = None
+
+    def on(self, sig: int) -> None:
+        if self.signal is None:
+            self.signal = sig
+        self.set()
+
+
+def stop_on_signal() -> Stop:
     """Set on SIGINT/SIGTERM. Installed before anything starts, so a signal during start-up
     still ends in a clean shutdown rather than the default abrupt exit."""
-    stop = asyncio.Event()
+    stop = Stop()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stop.on, sig)
     return stop
 
 
 class StartupError(Exception):
     """A service cannot start and waiting will not help (a bad setting, a refused login): the
     command line prints the message as one line and exits non-zero."""
+
+
+class BadSetting(StartupError):
+    """One or more settings are wrong (malformed, or missing for what the command runs): each is
+    said in plain words, all at once, and the command exits with status 2."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(self.problems))
 
 
 async def retry(what: str, attempt, *, transient: tuple[type[BaseException], ...], log: logging.Logger,
@@ -65,3 +86,12 @@ def one_line(error: BaseException) -> str:
     """An error as a short line: its type and the first line of its message."""
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text and text[0] else type(error).__name__
+
+
+def configure_logging(level: str) -> None:
+    """The commands' log format, without the libraries' chatter below WARNING (a line per migration
+    step, per update, per job, per IMAP answer it does not use) unless the level is DEBUG."""
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("alembic", "aiogram.event", "apscheduler", "aioimaplib"):
+        if logging.getLogger(noisy).getEffectiveLevel() < logging.WARNING and level != "DEBUG":
+            logging.getLogger(noisy).setLevel(logging.WARNING)

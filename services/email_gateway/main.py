@@ -1,8 +1,8 @@
 """Running the email gateway: SMTP out, the IMAP mailbox in. ``services/app.py`` starts it: alone
 on RabbitMQ (``avalon email``, compose) or in the embedded process when ``EMAIL_ADDRESS`` is set
 (``avalon run``). A mail server that is down is waited for (the outbox keeps the mail, the
-watcher reconnects, an SMTP probe retries with backoff) while ``/readyz`` names it; a missing
-setting is a ``StartupError``, found by ``check_settings`` before anything connects."""
+watcher reconnects, an SMTP probe retries with backoff) while ``/readyz`` names it; the settings
+it cannot run without are ``problems``, which ``avalon`` says all at once before anything connects."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import aiosmtplib
 from shared.config import Settings
 from shared.db import make_engine, migrate
 from shared.ops import readiness
-from shared.runtime import StartupError, one_line, retry
+from shared.runtime import BadSetting, StartupError, one_line, retry
 from shared.throttle import from_settings as throttle_from_settings
 
 from .compose import Identity
@@ -28,19 +28,26 @@ from .tokens import Tokens
 log = logging.getLogger(__name__)
 
 
-def check_settings(s: Settings) -> None:
-    """What the gateway cannot run without; ``app.py`` calls it before connecting to the bus."""
+def problems(s: Settings) -> list[str]:
+    """What the gateway cannot run without, every one at once (``avalon`` checks it before anything starts)."""
+    found = []
     if not s.email_address:
-        raise StartupError("EMAIL_ADDRESS is required for the email gateway")
+        found.append("EMAIL_ADDRESS is not set: the narrator's own address, like narrator@example.org")
     if not s.email_secret or len(s.email_secret.encode()) < 16:
-        raise StartupError("EMAIL_SECRET must be set to at least 16 random characters "
-                           "(it signs each player's reply address)")
-    if not s.imap_user or s.imap_password is None:
-        raise StartupError("IMAP_USER and IMAP_PASSWORD are required: the narrator reads its replies there")
-    for name, host in (("SMTP_HOST", s.smtp_host), ("IMAP_HOST", s.imap_host)):
-        if not host.strip():
-            raise StartupError(f"{name} is empty: set the mail server the narrator "
-                               f"{'sends through' if name == 'SMTP_HOST' else 'reads its replies from'}")
+        found.append("EMAIL_SECRET must be set to at least 16 random characters (it signs each player's reply "
+                     "address)")
+    for name, value, what in (("SMTP_HOST", s.smtp_host, "the server the narrator sends through"),
+                              ("IMAP_HOST", s.imap_host, "the server of the mailbox the narrator reads"),
+                              ("IMAP_USER", s.imap_user, "the login of that mailbox"),
+                              ("IMAP_PASSWORD", s.imap_password, "its password")):
+        if not value:
+            found.append(f"{name} is not set: {what}")
+    return found
+
+
+def check_settings(s: Settings) -> None:
+    if found := problems(s):
+        raise BadSetting(found)
 
 
 class WatchedSmtp(SmtpSender):

@@ -5,6 +5,7 @@ the embedded process when ``TELEGRAM_BOT_TOKEN`` is set (``avalon run``)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from aiogram import Bot
@@ -18,7 +19,7 @@ from aiohttp import web
 
 from shared.config import Settings
 from shared.ops import readiness
-from shared.runtime import StartupError, one_line, retry
+from shared.runtime import BadSetting, StartupError, one_line, retry
 from shared.throttle import from_settings as throttle_from_settings
 
 from .gateway import TelegramGateway
@@ -49,12 +50,12 @@ class TelegramRunner:
     def __init__(self, settings: Settings, bus, *, on_fatal=None) -> None:
         self.settings = settings
         if settings.telegram_webhook_url and not settings.telegram_webhook_secret:
-            raise StartupError("TELEGRAM_WEBHOOK_SECRET is required with TELEGRAM_WEBHOOK_URL")
+            raise BadSetting(["TELEGRAM_WEBHOOK_SECRET is required with TELEGRAM_WEBHOOK_URL"])
         try:
             self.bot = make_bot(settings)
         except TokenValidationError:
-            raise StartupError("TELEGRAM_BOT_TOKEN is not a bot token (expected the form 123456:ABC-DEF..., "
-                               "as @BotFather gives it)") from None
+            raise BadSetting(["TELEGRAM_BOT_TOKEN is not a bot token (expected the form 123456:ABC-DEF..., "
+                              "as @BotFather gives it)"]) from None
         interval, per_group, per_second = settings.telegram_limits.split(",")
         limits = Limits(per_chat_interval=float(interval), group_per_minute=int(per_group),
                         global_per_second=int(per_second))
@@ -72,6 +73,16 @@ class TelegramRunner:
         return self.settings.telegram_api_url or "https://api.telegram.org"
 
     async def start(self) -> None:
+        """Once it returns, ``stop()`` undoes it; if it raises (a refused token) or is cancelled (a
+        signal during start-up), what it had opened (the Bot API's HTTP session, the outbox) is closed."""
+        try:
+            await self._start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.stop()
+            raise
+
+    async def _start(self) -> None:
         await self.gateway.start(gated=True)  # subscribed now: events wait for Telegram on the bus
         try:
             me = await self.bot.get_me()

@@ -1,5 +1,7 @@
-"""The compose stack for real: the image built from this checkout, RabbitMQ, PostgreSQL, the
-migration step and the engine under Docker; a game played over the stack's bus by scripted
+"""The compose stack for real, as a Telegram-only host sets it up (.env: the bot's token,
+COMPOSE_PROFILES=telegram and no email password): the image built from this checkout, RabbitMQ,
+PostgreSQL, the migration step, the engine and the Telegram gateway under Docker (it waits for a
+Telegram it cannot reach from here); a game played over the stack's bus by scripted
 players in a container of the image (narration rendered there, in six languages); then commands
 queued while the engine is down survive `docker compose down && up` with the volumes kept, and
 so does the finished game.
@@ -52,8 +54,10 @@ def stack(tmp_path_factory):
     scratch = tmp_path_factory.mktemp("stack")
     env = scratch / "env"
     admin = secrets.token_hex(12)
+    # a Telegram-only host: no EMAIL_AMQP_PASSWORD, nothing of the email channel
     env.write_text(f"POSTGRES_PASSWORD={secrets.token_hex(12)}\nRABBITMQ_PASSWORD={admin}\n"
-                   + "".join(f"{s}_AMQP_PASSWORD={secrets.token_hex(12)}\n" for s in ("ENGINE", "TELEGRAM", "EMAIL")))
+                   + "".join(f"{s}_AMQP_PASSWORD={secrets.token_hex(12)}\n" for s in ("ENGINE", "TELEGRAM"))
+                   + f"TELEGRAM_BOT_TOKEN=123456:{secrets.token_hex(8)}\nCOMPOSE_PROFILES=telegram\n")
     # Builds on the host's network: a daemon without a default bridge (as here) cannot build otherwise.
     override = scratch / "override.yml"
     override.write_text("services:\n" + "".join(f"  {s}:\n    build:\n      network: host\n" for s in BUILT))
@@ -111,12 +115,32 @@ class Stack:
         return self.compose("exec", "-T", "engine", *command, timeout=120).stdout
 
 
-def test_the_stack_comes_up_with_the_engine_alone_plays_a_game_and_keeps_everything_across_down_and_up(stack):
+def test_a_telegram_only_stack_comes_up_plays_a_game_and_keeps_everything_across_down_and_up(stack):
     took = stack.up_until_healthy()
     states = stack.states()
     assert states["migrate"].startswith("exited") and states["broker-users"].startswith("exited"), states
-    assert "telegram" not in states, "no gateway runs without its profile"
+    assert "email" not in states, "no gateway runs without its profile"
+    assert states["telegram"].startswith("running"), states
     print(f"\nengine healthy {took:.1f} s after `up -d`")
+    users = stack.compose("logs", "--no-color", "broker-users", timeout=60).stdout
+    assert "avalon-engine in vhost" in users and "avalon-telegram in vhost" in users, users
+    assert "avalon-email" not in users and "COMPOSE_PROFILES" not in users, "no email user, nothing to warn of"
+    waited = time.monotonic()  # no network out of this machine's containers: the gateway waits for Telegram
+    while "Telegram Bot API at https://api.telegram.org unreachable" not in (
+            telegram := stack.compose("logs", "--no-color", "telegram", timeout=60).stdout):
+        assert time.monotonic() - waited < 180, f"the gateway does not say it waits:\n{telegram[-3000:]}"
+        time.sleep(2)
+    assert stack.states()["telegram"].startswith("running"), "it waits, it is not restarted"
+    assert "Traceback" not in telegram and "avalon: error" not in telegram, telegram[-3000:]
+
+    # broker-users, as `up` runs it: the telegram profile without its password stops the stack in one line;
+    # the bot's token set with the profile off is warned of
+    missing = stack.compose("run", "--rm", "-T", "--no-deps", "-e", "TELEGRAM_AMQP_PASSWORD=", "broker-users",
+                            check=False, timeout=120)
+    assert missing.returncode == 2, missing.stdout + missing.stderr
+    assert "TELEGRAM_AMQP_PASSWORD is not set" in missing.stderr and "Traceback" not in missing.stderr
+    off = stack.compose("run", "--rm", "-T", "--no-deps", "-e", "COMPOSE_PROFILES=", "broker-users", timeout=180)
+    assert "TELEGRAM_BOT_TOKEN is set but COMPOSE_PROFILES does not have telegram" in off.stderr, off.stderr
 
     ready = json.loads(stack.in_engine("python3", "-c", "import urllib.request as u; "
                                        "print(u.urlopen('http://127.0.0.1:9100/readyz').read().decode())"))

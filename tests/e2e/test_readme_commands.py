@@ -14,11 +14,36 @@ ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 
-def test_the_readme_test_command_is_the_one_ci_runs():
+def readme_test_commands(readme: str = README) -> dict[str, str]:
+    """The README's test commands: the quick one (a folder of tests) and the full one (everything)."""
+    blocks = [b.strip() for b in re.findall(r"```sh\n(.*?)\n```", readme, re.S) if "pytest" in b]
+    return {"quick": next(b for b in blocks if b.endswith("-m pytest tests/unit")),
+            "full": next(b for b in blocks if b.endswith("-m pytest"))}
+
+
+def test_the_readmes_full_test_command_is_the_one_ci_runs_word_for_word():
     ci = (ROOT / ".ci" / "run").read_text()
-    blocks = re.findall(r"```sh\n(.*?)\n```", README, re.S)
-    test_command = next(b for b in blocks if "pytest" in b)
-    assert test_command.strip() in ci
+    assert readme_test_commands()["full"] in ci.splitlines()
+
+
+def test_the_readmes_quick_test_command_runs_only_tests_that_need_no_server():
+    # the quick command runs tests/unit: none of its tests may reach for the servers the full run has
+    assert readme_test_commands()["quick"].split("&&")[0] == readme_test_commands()["full"].split("&&")[0]
+    servers = ("tests.integration", "tests.mailservers", "tests.e2e", "tests.faults", "RabbitBus(", "asyncpg.connect",
+               "postgresql+asyncpg://postgres", "require_rabbitmq", "docker")
+    for path in sorted((ROOT / "tests" / "unit").glob("*.py")):
+        text = path.read_text()
+        found = [s for s in servers if s in text and not (s == "docker" and path.name == "test_compose.py")]
+        assert not found, f"{path.name} needs a server ({found}): it belongs under tests/integration or tests/e2e"
+
+
+def test_the_readme_is_for_the_people_who_use_the_narrator():
+    # try it with nothing set up first; what developers and operators read is in docs/, linked
+    assert README.index("avalon demo") < README.index("avalon run") < README.index("docker compose up")
+    for doc in ("docs/operations.md", "docs/development.md", "docs/architecture.md", "docs/rules.md"):
+        assert f"({doc}" in README and (ROOT / doc).exists(), doc
+    for words in ("2-core", "this development machine", "bench/", "Peak RSS", "rabbitmqctl set_permissions"):
+        assert words not in README, f"{words!r}: for docs/development.md or docs/operations.md"
 
 
 def test_avalon_run_starts_the_embedded_narrator_and_stops_cleanly_on_sigterm(tmp_path):

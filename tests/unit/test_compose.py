@@ -10,7 +10,9 @@ import yaml
 from pydantic import TypeAdapter
 
 from services import broker_users
+from services.channels import CHANNELS
 from services.cli import build_parser
+from services.settings_check import reads
 from shared.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +114,10 @@ def test_each_service_logs_in_to_rabbitmq_as_its_own_user_and_only_broker_users_
     for role in BUS_USERS:
         url = SERVICES[role]["environment"]["AMQP_URL"]
         user = broker_users.user_name("${BUS_PREFIX:-avalon}", role)  # the name broker-users gives it
-        assert url.startswith(f"amqp://{user}:${{{broker_users.password_variable(role)}:?"), url
+        # the engine always runs: its password is required; a gateway's only when its profile is on,
+        # which broker-users checks (compose would require it even for a service whose profile is off)
+        needed = ":?" if role == "engine" else ":-}"
+        assert url.startswith(f"amqp://{user}:${{{broker_users.password_variable(role)}{needed}"), url
     assert set(BUS_USERS) == set(broker_users.roles()), "every service with a broker user runs in compose"
     text = (ROOT / "docker-compose.yml").read_text()
     admins = [name for name, service in SERVICES.items() if "${RABBITMQ_PASSWORD" in str(service)]
@@ -127,14 +132,19 @@ def test_the_migration_step_has_no_broker_login():
 def test_broker_users_runs_once_as_the_admin_with_every_services_password_before_the_services():
     service = SERVICES["broker-users"]
     env = service["environment"]
-    assert service["command"] == ["avalon", "broker-users"] and service["restart"] == "on-failure"
+    assert service["command"] == ["avalon", "broker-users"] and service["restart"] == "no"
     assert env["AMQP_URL"].startswith("amqp://avalon:${RABBITMQ_PASSWORD:?")
     assert SERVICES["rabbitmq"]["environment"]["RABBITMQ_DEFAULT_USER"] == "avalon"
     assert env["RABBITMQ_MANAGEMENT_URL"] == "http://rabbitmq:15672"
     assert SERVICES["rabbitmq"]["image"].endswith("-management"), "the image has the management API"
     for role in BUS_USERS:
         variable = broker_users.password_variable(role)
-        assert env[variable].startswith(f"${{{variable}:?"), f"{variable} is required"
+        assert env[variable].startswith(f"${{{variable}:?" if role == "engine" else f"${{{variable}:-}}"), variable
+    assert env["COMPOSE_PROFILES"] == "${COMPOSE_PROFILES:-}"
+    # the channels .env configures, named without passing their secrets
+    configured = env["CONFIGURED_CHANNELS"].split(",")
+    for channel in CHANNELS:
+        assert f"${{{channel.configured_by.upper()}:+{channel.name}}}" in configured, channel.name
     # the engine's exchanges and queues are declared with the engine's own settings
     for key in ("BUS_PREFIX", "DELIVERY_LIMIT"):
         assert env[key] == SERVICES["engine"]["environment"][key]
@@ -151,10 +161,10 @@ def test_every_service_with_a_broker_user_has_a_password_setting_and_env_example
     assert "RABBITMQ_MANAGEMENT_URL=" in example and "RABBITMQ_MANAGEMENT_URL" in README
 
 
-def test_the_readmes_rabbitmqctl_commands_are_what_avalon_broker_users_print_writes():
-    blocks = re.findall(r"```sh\n(.*?)\n```", README, re.S)
+def test_the_operations_guides_rabbitmqctl_commands_are_what_avalon_broker_users_print_writes():
+    blocks = re.findall(r"```sh\n(.*?)\n```", (ROOT / "docs" / "operations.md").read_text(), re.S)
     printed = "\n".join(broker_users.rabbitmqctl_commands(vhost="/", prefix="avalon"))
-    assert printed in blocks, "README's rabbitmqctl block is out of date: paste `avalon broker-users --print`"
+    assert printed in blocks, "docs/operations.md's rabbitmqctl block is out of date: paste `avalon broker-users --print`"
     assert "| `avalon broker-users` |" in README
 
 
@@ -219,3 +229,36 @@ def test_the_dockerfile_installs_the_package_on_python_311_and_runs_avalon():
     assert "pip install" in dockerfile and "COPY services" in dockerfile and "COPY shared" in dockerfile
     assert 'CMD ["avalon"' in dockerfile
     assert "USER " in dockerfile, "the services do not run as root"
+
+
+def test_the_one_shot_steps_are_not_restarted_into_a_loop():
+    # they wait for the broker and the database themselves: a failure (a database of a newer version,
+    # a missing password) is for the host to fix, and `up` says which step failed
+    for name in ("migrate", "broker-users"):
+        assert SERVICES[name]["restart"] == "no", name
+
+
+def test_each_service_is_passed_every_setting_its_command_reads():
+    for name in NARRATOR:
+        command = SERVICES[name]["command"][1]
+        env = SERVICES[name]["environment"]
+        missing = [field.upper() for field in reads(command) if field.upper() not in env]
+        assert not missing, f"{name}: {missing} cannot be set through compose"
+    for channel in CHANNELS:
+        env = SERVICES[channel.name]["environment"]
+        assert {"THROTTLE_RATE", "THROTTLE_BURST"} <= set(env), channel.name
+
+
+def test_broker_users_under_compose_asks_only_for_the_passwords_of_the_channels_it_runs():
+    check = broker_users.compose_check
+    Extra = broker_users.BrokerUserSettings
+    telegram_only = dict(engine_amqp_password="e", telegram_amqp_password="t", configured_channels="telegram,")
+    assert check(Extra(compose_profiles="telegram", **telegram_only)) == ([], [])
+    problems, _ = check(Extra(compose_profiles="telegram,email", **telegram_only))
+    assert len(problems) == 2 and "EMAIL_AMQP_PASSWORD is not set" in problems[0], problems
+    assert "EMAIL_ADDRESS is not set" in problems[1], problems
+    problems, warnings = check(Extra(compose_profiles="", **telegram_only))
+    assert problems == [] and len(warnings) == 1, warnings
+    assert "TELEGRAM_BOT_TOKEN is set but COMPOSE_PROFILES does not have telegram" in warnings[0]
+    assert "COMPOSE_PROFILES=telegram" in warnings[0], "it says what to write"
+    assert check(Extra(**telegram_only)) == ([], []), "by hand (not under compose): nothing to compare"

@@ -144,7 +144,8 @@ async def test_both_gateways_take_the_bucket_from_the_settings_and_mail_keeps_an
 
     settings = Settings(telegram_bot_token="123456:TEST", throttle_rate=0.5, throttle_burst=7,
                         database_url=f"sqlite+aiosqlite:///{tmp_path / 'a.db'}", email_address="narrator@example.org",
-                        email_secret="x" * 16, imap_user="narrator", imap_password="secret")
+                        email_secret="x" * 16, imap_user="narrator", imap_password="secret",
+                        smtp_host="127.0.0.1", imap_host="127.0.0.1")
     telegram = TelegramRunner(settings, bus=None)
     email = EmailRunner(settings, bus=None)
     try:
