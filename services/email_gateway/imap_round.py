@@ -22,6 +22,7 @@ log = logging.getLogger("services.email_gateway.imap")  # the watcher's pieces s
 
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
 WINDOW = 16  # mails fetched and not yet handled, at most
+ROUND_MAX = 256  # mail arriving during a round joins it until it holds this many (then the next round)
 
 Handler = Callable[[int, bytes], Awaitable[None]]  # (uid, raw RFC 822 bytes); returns once handled
 Report = Callable[[str, BaseException | None], None]
@@ -123,12 +124,15 @@ class MailRound:
 class Batch:
     """The mails one round found (``uids``, ascending) on their way through: fetched ``window`` at a
     time, each handed over in a task that first waits for its sender's previous mail; the handled
-    ones marked done together, and the position moved up to the last UID below which none is left."""
+    ones marked done together, and the position moved up to the last UID below which none is left.
+    Mail the server announces meanwhile joins the round (up to ROUND_MAX mails, and not after a
+    failure: the failed mail's retry waits for the round's end)."""
 
     def __init__(self, owner: MailRound, session: ImapSession, uids: list[int], last_uid: int) -> None:
         self.owner, self.session = owner, session
         self.waiting = list(uids)  # not fetched yet
-        self.order, self.next = list(uids), 0  # every UID of the round, and the first not finished
+        self.order = list(uids)  # every UID of the round
+        self.next: int | None = 0  # the first of them not finished; None once one is left for the next round
         self.finished: dict[int, bool] = {}  # uid -> handled (or gone); False: left for the next round
         self.tasks: dict[int, asyncio.Task] = {}  # fetched, not finished
         self.lanes: dict[str, asyncio.Task] = {}  # each sender's latest mail
@@ -139,10 +143,14 @@ class Batch:
     async def run(self) -> None:
         while self.tasks or (self.waiting and not self.owner.closing()):
             room = self.owner.window - len(self.tasks)
-            if self.waiting and room > 0 and not self.owner.closing():
-                await self.fetch(self.waiting[:room])
-                del self.waiting[:room]
+            if room > 0 and not self.owner.closing():
+                if not self.waiting and self.session.news and not self.failed and len(self.order) < ROUND_MAX:
+                    await self.more()  # mail came meanwhile: taken into this round
+                if self.waiting:
+                    await self.fetch(self.waiting[:room])
+                    del self.waiting[:room]
             if not self.tasks:
+                await self.advance()
                 continue
             done, _ = await asyncio.wait(self.tasks.values(), return_when=asyncio.FIRST_COMPLETED)
             handled = []
@@ -155,6 +163,14 @@ class Batch:
             if handled:
                 await self.session.mark_done(sorted(handled))
             await self.advance()
+
+    async def more(self) -> None:
+        """The mail that arrived since the round searched (the server said so in an answer)."""
+        self.session.news = False
+        seen = self.order[-1] if self.order else self.last_uid
+        found = [uid for uid in await self.session.search_after(seen) if uid > seen]
+        self.waiting += found
+        self.order += found
 
     async def fetch(self, uids: list[int]) -> None:
         bodies = await self.session.fetch(uids)
@@ -182,14 +198,15 @@ class Batch:
 
     async def advance(self) -> None:
         """Store the position when every mail up to a later UID is finished (marked, or gone)."""
-        order, moved = self.order, self.last_uid
-        while self.next < len(order) and self.finished.get(order[self.next]) is True:
-            moved, self.next = order[self.next], self.next + 1
+        order, moved, at = self.order, self.last_uid, self.next
+        if at is None:
+            return  # a mail is left for the next round: the position stays below it
+        while at < len(order) and self.finished.get(order[at]) is True:
+            moved, at = order[at], at + 1
+        self.next = None if at < len(order) and self.finished.get(order[at]) is False else at
         if moved != self.last_uid:
             self.last_uid = moved
             await self.owner.save(self.session, moved)
-        if self.next < len(order) and self.finished.get(order[self.next]) is False:
-            self.next = len(order)  # a mail left for the next round: the position stays below it
 
     def cancel(self) -> None:
         """The round ends early (the connection dropped, the watcher stopped): what is still being
