@@ -24,7 +24,17 @@ def upsert(engine: AsyncEngine, table, keys: list[str], columns: list[str]):
     return insert.on_conflict_do_update(index_elements=keys, set_={c: insert.excluded[c] for c in columns})
 
 
-def make_engine(url: str) -> AsyncEngine:
+#: PostgreSQL connections every service keeps open (its base: a service's own batches and reads, the
+#: delivery pipeline's commits, the outbox's marks and its records of failed attempts), and how many
+#: more a busy moment may open for a while: each of those is closed again after one use, and opening
+#: one costs the server a new process, so a steady load must fit in the connections kept.
+POOL_BASE, POOL_BURST = 10, 10
+
+
+def make_engine(url: str, *, concurrency: int = 0) -> AsyncEngine:
+    """The engine of the database at ``url``. ``concurrency``: the service's tasks that each hold a
+    connection at once beyond its base (the email gateway's mails in flight in the IMAP watcher): on
+    PostgreSQL the pool keeps that many more open."""
     if url.startswith("sqlite"):
         engine = create_async_engine(url, connect_args={"timeout": 30})
 
@@ -38,7 +48,7 @@ def make_engine(url: str) -> AsyncEngine:
 
         return engine
     # a stalled server fails a connection attempt or a statement instead of hanging it for hours
-    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True,
+    return create_async_engine(url, pool_size=POOL_BASE + concurrency, max_overflow=POOL_BURST, pool_pre_ping=True,
                                connect_args={"timeout": 10, "command_timeout": 60})
 
 

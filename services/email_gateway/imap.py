@@ -139,5 +139,5 @@ class MailboxWatcher:
                 log.exception("IMAP %s: on_error failed", self.key)
 
 
-__all__ = ["MailboxWatcher", "MailboxState", "StateStore", "MemoryStateStore", "Handler", "ImapError",
+__all__ = ["MailboxWatcher", "WINDOW", "MailboxState", "StateStore", "MemoryStateStore", "Handler", "ImapError",
            "LoginRefused", "DONE_KEYWORD"]
