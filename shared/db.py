@@ -4,12 +4,13 @@ shared/migrations, which carry every service's tables), migrated under a lock.""
 
 from __future__ import annotations
 
+import time
 from importlib import resources
 
 from alembic import command as alembic_command
 from alembic.config import Config
 from sqlalchemy import event as sa_event
-from sqlalchemy import text
+from sqlalchemy import exc, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -29,6 +30,10 @@ def upsert(engine: AsyncEngine, table, keys: list[str], columns: list[str]):
 #: more a busy moment may open for a while: each of those is closed again after one use, and opening
 #: one costs the server a new process, so a steady load must fit in the connections kept.
 POOL_BASE, POOL_BURST = 10, 10
+#: Seconds a PostgreSQL connection may rest in the pool and be used again without asking the server
+#: first whether it is still there (a ping is a round trip: asking at every use doubled the wait
+#: for a short query on the busy machine, 12 ms against 5.5 ms).
+REST_BEFORE_PING = 1.0
 
 
 def make_engine(url: str, *, concurrency: int = 0) -> AsyncEngine:
@@ -48,8 +53,28 @@ def make_engine(url: str, *, concurrency: int = 0) -> AsyncEngine:
 
         return engine
     # a stalled server fails a connection attempt or a statement instead of hanging it for hours
-    return create_async_engine(url, pool_size=POOL_BASE + concurrency, max_overflow=POOL_BURST, pool_pre_ping=True,
-                               connect_args={"timeout": 10, "command_timeout": 60})
+    engine = create_async_engine(url, pool_size=POOL_BASE + concurrency, max_overflow=POOL_BURST,
+                                 connect_args={"timeout": 10, "command_timeout": 60})
+    ping_rested(engine)
+    return engine
+
+
+def ping_rested(engine: AsyncEngine) -> None:
+    """A connection that rested in the pool longer than REST_BEFORE_PING is pinged before use, and
+    replaced if the server is gone (a restart, a dropped connection); one used again at once is not."""
+
+    @sa_event.listens_for(engine.sync_engine, "checkin")
+    def _rests(_dbapi_connection, record) -> None:  # pragma: no cover - pool hook
+        record.info["rests_since"] = time.monotonic()
+
+    @sa_event.listens_for(engine.sync_engine, "checkout")
+    def _ping(dbapi_connection, record, _proxy) -> None:  # pragma: no cover - pool hook
+        since = record.info.get("rests_since")
+        if since is not None and time.monotonic() - since > REST_BEFORE_PING:
+            try:
+                engine.dialect.do_ping(dbapi_connection)
+            except Exception as error:  # noqa: BLE001 - the pool opens a new connection instead
+                raise exc.DisconnectionError(str(error)) from error
 
 
 async def migrate(engine: AsyncEngine) -> None:
