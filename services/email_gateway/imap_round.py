@@ -80,10 +80,9 @@ class MailRound:
             failed = await self._run(session)
         finally:
             self.quiet.set()
+        self.retry = self.next_retry() if failed else None  # doubled once a round, however many failed in it
         if self._closing():
             return
-        if not failed:
-            self.retry = None
         self.counter.finished += 1
         await self.counter.notify()
 
@@ -108,11 +107,13 @@ class MailRound:
         try:
             await self._handle(uid, raw)
         except Exception as error:  # noqa: BLE001 - the mail stays unmarked and comes again
-            self.retry = min((self.retry or BACKOFF_FIRST / 2) * 2, BACKOFF_MAX)
             self._report(f"IMAP {self.key}: handling mail {uid} failed ({describe(error)}); "
-                         f"retrying in {self.retry:g} s", error)
+                         f"retrying in {self.next_retry():g} s", error)
             return False
         return True
+
+    def next_retry(self) -> float:
+        return min((self.retry or BACKOFF_FIRST / 2) * 2, BACKOFF_MAX)
 
     async def save(self, session: ImapSession, last_uid: int) -> None:
         await self._state.save(self.key, MailboxState(session.uidvalidity, last_uid))

@@ -394,3 +394,18 @@ async def test_a_failing_mail_holds_back_only_its_senders_later_mails(mail_serve
     await w.check_now()
     await w.close()
     assert again.subjects == []
+
+
+async def test_mails_failing_side_by_side_double_the_wait_once_not_once_each(mail_servers):
+    narrator = mail_servers.add_user("narrator")
+    arrive_together(mail_servers, narrator, [(f"p{n}@example.test", f"m{n}") for n in range(4)])
+    handled, errors = Handled(), []
+    handled.failing.update(f"m{n}" for n in range(4))  # the bus is down for every one of them
+    w = watcher(mail_servers, narrator, MemoryStateStore(), handled, on_error=errors.append)
+    await w.start()
+    await w.check_now()
+    assert [error.rsplit("retrying in ", 1)[1] for error in errors] == ["0.5 s"] * 4
+    handled.failing.clear()
+    await handled.until(4)
+    await w.close()
+    assert sorted(handled.subjects) == ["m0", "m1", "m2", "m3"]
