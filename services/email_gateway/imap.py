@@ -1,17 +1,21 @@
-"""The email gateway's IMAP watcher: hands every new mail of one folder to the gateway, once and in
-order, and marks it done (flags, or a move to a done folder) only after the handler has returned.
+"""The email gateway's IMAP watcher: hands every new mail of one folder to the gateway, once, several
+at a time (``window`` fetched and not yet handled, at most) with each sender's mails in the order
+they arrived, and marks each done (flags, or a move to a done folder) only after the handler has
+returned for it.
 
 The position (UIDVALIDITY and the last handled UID) lives in a StateStore, so a restart resumes
 where it stopped; a new UIDVALIDITY starts over from UID 0 (the gateway de-duplicates by
 Message-ID). Mail already flagged $AvalonDone is skipped even then. New mail is announced by IDLE
 when the server has it, else found by polling. A dropped connection or a server that is down is
 retried with backoff (0.5 s doubling to 30 s), one log line per failure. A handler that raises
-stops the round: the mail stays unmarked and is fetched again after a short backoff.
+stops its sender's mails for the round: that mail and the sender's later ones stay unmarked and
+are fetched again after a short backoff; a crash meanwhile leaves unmarked what was not handled,
+and the position below it, so it comes again after the restart.
 
 ``MailboxWatcher`` runs the pieces beside this module, each owning its state: ``imap_session.py``
 (one connection: TLS, login, select, the commands), ``imap_waiter.py`` (IDLE or polling between
-rounds), ``imap_round.py`` (fetching, handing over and marking each mail) and ``imap_state.py``
-(the stored position).
+rounds), ``imap_round.py`` (fetching, handing over and marking the mails, one lane per sender)
+and ``imap_state.py`` (the stored position).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import asyncio
 import logging
 from typing import Callable, Literal
 
-from .imap_round import BACKOFF_FIRST, BACKOFF_MAX, Handler, MailRound
+from .imap_round import BACKOFF_FIRST, BACKOFF_MAX, WINDOW, Handler, MailRound
 from .imap_session import COMMAND_TIMEOUT, DONE_KEYWORD, ImapAccount, ImapError, ImapSession, LoginRefused, describe
 from .imap_state import MailboxState, MemoryStateStore, StateStore
 from .imap_waiter import MailWaiter
@@ -32,13 +36,14 @@ class MailboxWatcher:
     def __init__(self, host: str, port: int, security: Literal["none", "starttls", "tls"], user: str,
                  password: str, folder: str, state: StateStore, handle: Handler, *,
                  done_folder: str | None = None, poll_interval: float = 60.0, idle_timeout: float = 25 * 60,
-                 validate_certs: bool = True, on_error: Callable[[str], None] | None = None,
+                 validate_certs: bool = True, window: int = WINDOW, on_error: Callable[[str], None] | None = None,
                  on_refused: Callable[[str], None] | None = None) -> None:
         self.account = ImapAccount(host, port, security, user, password, folder, done_folder, validate_certs)
         self.on_error = on_error
         self.on_refused = on_refused  # a refused login: told once, and the watcher stops
         self._waiter = MailWaiter(poll_interval=poll_interval, idle_timeout=idle_timeout)
-        self._round = MailRound(self.key, state, handle, report=self._report, closing=lambda: self._closing)
+        self._round = MailRound(self.key, state, handle, report=self._report, closing=lambda: self._closing,
+                                window=window)
         self._session: ImapSession | None = None  # the connection, from its first byte to its close
         self._task: asyncio.Task | None = None
         self._closing = False
@@ -69,19 +74,16 @@ class MailboxWatcher:
         await rounds.wait_for(lambda: rounds.finished >= want or self._task is None or self._refused)
 
     async def close(self) -> None:
-        """Stop watching: lets the mail being handled finish (up to 30 s), then logs out."""
+        """Stop watching: lets the mails being handled finish and be marked (up to 30 s), then logs out."""
         self._closing = True
         if self._task is not None:
-            busy = self._round.busy
             try:
-                await asyncio.wait_for(busy.acquire(), COMMAND_TIMEOUT)
+                await asyncio.wait_for(self._round.quiet.wait(), COMMAND_TIMEOUT)
             except asyncio.TimeoutError:
-                log.warning("IMAP %s: closing while a mail is still being handled", self.key)
+                log.warning("IMAP %s: closing while mail is still being handled", self.key)
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-            if busy.locked():
-                busy.release()
             await self._round.counter.notify()
         await self._disconnect(logout=True)
         self._closing = False
@@ -137,5 +139,5 @@ class MailboxWatcher:
                 log.exception("IMAP %s: on_error failed", self.key)
 
 
-__all__ = ["MailboxWatcher", "MailboxState", "StateStore", "MemoryStateStore", "Handler", "ImapError",
+__all__ = ["MailboxWatcher", "WINDOW", "MailboxState", "StateStore", "MemoryStateStore", "Handler", "ImapError",
            "LoginRefused", "DONE_KEYWORD"]

@@ -171,31 +171,32 @@ class ImapSession:
         uids = sorted({int(word) for line in found.lines[:-1] for word in bytes(line).split() if word.isdigit()})
         return [uid for uid in uids if uid > last_uid]  # "N:*" also matches the last mail
 
-    async def fetch(self, uid: int) -> bytes | None:
-        """The mail's raw bytes; None when it is gone."""
+    async def fetch(self, uids: list[int]) -> dict[int, bytes]:
+        """The raw bytes of each of these mails, in one command (a mail that is gone is not there)."""
         assert self.client is not None
-        fetched = await self.ok("UID FETCH", self.client.uid("FETCH", str(uid), "(UID BODY.PEEK[])"))
-        return fetched_body(fetched.lines, uid)
+        fetched = await self.ok("UID FETCH", self.client.uid("FETCH", uid_set(uids), "(UID BODY.PEEK[])"))
+        return fetched_bodies(fetched.lines, set(uids))
 
-    async def mark_done(self, uid: int) -> None:
+    async def mark_done(self, uids: list[int]) -> None:
         """Seen and $AvalonDone (only Seen on a server without keywords), then moved to the done
-        folder if there is one."""
+        folder if there is one; these mails together."""
         client = self.client
         assert client is not None
-        flags = await self.call(client.uid("STORE", str(uid), "+FLAGS.SILENT", rf"(\Seen {DONE_KEYWORD})"))
+        chosen = uid_set(uids)
+        flags = await self.call(client.uid("STORE", chosen, "+FLAGS.SILENT", rf"(\Seen {DONE_KEYWORD})"))
         if flags.result != "OK":  # a server without keywords
-            await self.ok("UID STORE", client.uid("STORE", str(uid), "+FLAGS.SILENT", r"(\Seen)"))
+            await self.ok("UID STORE", client.uid("STORE", chosen, "+FLAGS.SILENT", r"(\Seen)"))
         if self.account.done_folder:
-            await self._move(client, uid, imap_utf7(self.account.done_folder))
+            await self._move(client, chosen, imap_utf7(self.account.done_folder))
 
-    async def _move(self, client: aioimaplib.IMAP4, uid: int, target: str) -> None:
+    async def _move(self, client: aioimaplib.IMAP4, uids: str, target: str) -> None:
         if client.has_capability("MOVE"):
-            await self.ok("UID MOVE", client.uid("MOVE", str(uid), target))
+            await self.ok("UID MOVE", client.uid("MOVE", uids, target))
             return
-        await self.ok("UID COPY", client.uid("COPY", str(uid), target))
-        await self.ok("UID STORE", client.uid("STORE", str(uid), "+FLAGS.SILENT", r"(\Deleted)"))
+        await self.ok("UID COPY", client.uid("COPY", uids, target))
+        await self.ok("UID STORE", client.uid("STORE", uids, "+FLAGS.SILENT", r"(\Deleted)"))
         if client.has_capability("UIDPLUS"):
-            await self.ok("UID EXPUNGE", client.uid("EXPUNGE", str(uid)))
+            await self.ok("UID EXPUNGE", client.uid("EXPUNGE", uids))
         else:
             await self.ok("EXPUNGE", client.expunge())
 
@@ -216,15 +217,28 @@ def imap_utf7(name: str) -> str:
         if odd else run.replace("&", "&-") for odd, run in ((i % 2, r) for i, r in enumerate(runs))))
 
 
-def fetched_body(lines: list, uid: int) -> bytes | None:
-    """The BODY[] literal of uid in a UID FETCH response (other FETCH responses may be mixed in)."""
+def uid_set(uids: list[int]) -> str:
+    """UIDs as an IMAP sequence set, runs written as ranges: [1, 2, 3, 7] -> '1:3,7'."""
+    runs: list[list[int]] = []
+    for uid in sorted(set(uids)):
+        if runs and uid == runs[-1][1] + 1:
+            runs[-1][1] = uid
+        else:
+            runs.append([uid, uid])
+    return ",".join(str(a) if a == b else f"{a}:{b}" for a, b in runs)
+
+
+def fetched_bodies(lines: list, uids: set[int]) -> dict[int, bytes]:
+    """The BODY[] literal of each of uids in a UID FETCH response (other FETCH responses, of mail
+    the server announces meanwhile, may be mixed in; a response without a UID is not ours)."""
+    bodies: dict[int, bytes] = {}
     for index, line in enumerate(lines[:-1]):
         if isinstance(line, bytes) and FETCH_RE.match(line) and isinstance(lines[index + 1], bytearray):
             after = lines[index + 2] if index + 2 < len(lines) and isinstance(lines[index + 2], bytes) else b""
             found = UID_RE.search(line) or UID_RE.search(after)
-            if found is None or int(found.group(1)) == uid:
-                return bytes(lines[index + 1])
-    return None
+            if found is not None and int(found.group(1)) in uids:
+                bodies[int(found.group(1))] = bytes(lines[index + 1])
+    return bodies
 
 
 def describe(error: BaseException) -> str:

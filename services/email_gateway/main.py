@@ -21,7 +21,7 @@ from shared.throttle import from_settings as throttle_from_settings
 
 from .compose import Identity
 from .gateway import EmailGateway
-from .imap import MailboxWatcher
+from .imap import WINDOW, MailboxWatcher
 from .smtp import PermanentFailure, SmtpSender
 from .tokens import Tokens
 
@@ -78,7 +78,7 @@ class EmailRunner:
         s = self.settings = settings
         check_settings(s)
         self.bus = bus
-        self.engine = make_engine(s.database_url)
+        self.engine = make_engine(s.database_url, concurrency=WINDOW)  # each mail in flight may hold a connection
         identity = Identity(s.email_address, s.email_name)
         self.smtp = WatchedSmtp(s.smtp_host, s.smtp_port, s.smtp_security, s.smtp_user, s.smtp_password)
         self.gateway = EmailGateway(bus, self.engine, identity=identity, tokens=Tokens(s.email_secret),

@@ -15,7 +15,7 @@ from email.message import EmailMessage
 
 from services.email_gateway.compose import Identity
 from services.email_gateway.gateway import EmailGateway
-from services.email_gateway.imap import MailboxWatcher
+from services.email_gateway.imap import WINDOW, MailboxWatcher
 from services.email_gateway.smtp import SmtpSender
 from services.email_gateway.tokens import Tokens
 from services.email_gateway.wording import Intent, parse
@@ -24,6 +24,7 @@ from services.channels import channel_map
 from services.engine.service import EngineService
 from services.engine.store import Store
 from shared.bus import InProcessBus
+from shared.db import make_engine
 
 SECRET = "a-test-secret-of-enough-length"
 MAILTO = re.compile(r'href="(mailto:[^"]+)"')
@@ -49,7 +50,8 @@ class Narrator:
 
     async def start_gateway(self) -> None:
         smtp = SmtpSender("127.0.0.1", self.servers.smtp_port, "none", self.address, "secret")
-        self.gateway = EmailGateway(self.bus, self.store.engine, identity=Identity(self.address, "Avalon"),
+        self.database = make_engine(self.url, concurrency=WINDOW)  # the gateway's own, as EmailRunner's
+        self.gateway = EmailGateway(self.bus, self.database, identity=Identity(self.address, "Avalon"),
                                     tokens=Tokens(SECRET), smtp=smtp, linger=self.linger, first_delay=0.2,
                                     max_delay=2.0)
         await self.gateway.start()
@@ -60,6 +62,7 @@ class Narrator:
     async def stop_gateway(self) -> None:
         await self.watcher.close()
         await self.gateway.close()
+        await self.database.dispose()
 
     async def stop(self) -> None:
         await self.stop_gateway()

@@ -251,3 +251,47 @@ async def test_a_reply_waiting_in_the_mailbox_when_the_narrator_is_killed_is_act
         code_on_exit = await narrator.stop()
     assert code_on_exit == 0, narrator.logs()
     assert "Traceback" not in narrator.logs()
+
+
+async def test_replies_read_together_when_the_narrator_is_killed_mid_batch_are_each_acted_on_once(
+        mail_servers, tmp_path):
+    """Six replies land while the narrator is frozen; it wakes, reads them side by side, and is
+    killed as soon as it has acted on the first: after the restart each join counts once."""
+    narrator = Narrator(tmp_path, mail_servers)
+    host = MailUser(mail_servers, mail_servers.add_user("host"))
+    players = [MailUser(mail_servers, mail_servers.add_user(f"p{n}")) for n in range(6)]
+    try:
+        await narrator.start()
+        code, invitations = await open_a_game(narrator, host, players)
+        narrator.proc.send_signal(signal.SIGSTOP)
+        sent = [await player.reply(invitation, "join") for player, invitation in zip(players, invitations)]
+        for message_id in sent:
+            await until(lambda: narrator.flags(message_id) is not None, 30, f"{message_id} to land")
+        narrator.proc.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 30
+        while ": sent join" not in narrator.log.read_text():
+            assert time.monotonic() < deadline, narrator.logs()
+            await asyncio.sleep(0.005)
+        narrator.kill()
+        acted = narrator.log.read_text().count(": sent join")
+        marked = sum("$AvalonDone" in (narrator.flags(m) or "") for m in sent)
+
+        await narrator.start()
+        for message_id in sent:
+            await until(lambda: "$AvalonDone" in (narrator.flags(message_id) or ""), 30,
+                        f"{message_id} to be handled after the restart")
+        seats = ["mail:host@example.test"] + [f"mail:{p.address}" for p in players]
+
+        async def all_seated():
+            return sorted(await narrator.lobby(code)) == sorted(seats)
+        await until(all_seated, 30, "every player to be seated")
+        assert sorted(narrator.joins(code)) == sorted(seats), narrator.logs()
+        assert not await narrator.refused_commands(code), narrator.logs()
+        for player in players:  # nobody is told their join came twice
+            told = [text_of(m) for m in await player.inbox()]
+            assert not [t for t in told if "already joined" in t], (player.address, told)
+        print(f"killed mid-batch: {acted} of 6 joins acted on, {marked} of 6 mails marked done; each seated once")
+    finally:
+        code_on_exit = await narrator.stop()
+    assert code_on_exit == 0, narrator.logs()
+    assert "Traceback" not in narrator.logs()

@@ -312,3 +312,100 @@ async def test_asking_for_starttls_never_logs_in_over_plain_text(mail_servers):
     await w.close()
     assert "offers no STARTTLS" in errors[0] and not w.connected
     assert f"Login: user=<{narrator}>" not in mail_servers.log_tail(50)
+
+
+def arrive_together(servers: MailServers, address: str, mails: list[tuple[str, str]]) -> None:
+    """(sender, subject) mails put in INBOX in this order, in one session: they are there at once."""
+    with imaplib.IMAP4("127.0.0.1", servers.imap_port) as imap:
+        imap.login(address, "secret")
+        for sender, subject in mails:
+            message = EmailMessage()
+            message["From"], message["To"], message["Subject"] = f"Player <{sender}>", address, subject
+            message.set_content("x")
+            assert imap.append("INBOX", "", None, message.as_bytes())[0] == "OK"
+
+
+class Lanes(Handled):
+    """Records, besides each mail, how many were being handled at once, in all and per sender."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.busy: dict[str, int] = {}
+        self.most = 0
+        self.overlaps: list[str] = []  # a sender's mail started while their previous one was being handled
+
+    async def __call__(self, uid: int, raw: bytes) -> None:
+        sender = str(message_from_bytes(raw, policy=default)["From"].addresses[0].addr_spec)
+        if self.busy.get(sender):
+            self.overlaps.append(str(message_from_bytes(raw, policy=default)["Subject"]))
+        self.busy[sender] = self.busy.get(sender, 0) + 1
+        self.most = max(self.most, sum(self.busy.values()))
+        try:
+            await asyncio.sleep(0.02)  # the gateway's database and bus: others may start meanwhile
+            await super().__call__(uid, raw)
+        finally:
+            self.busy[sender] -= 1
+
+
+async def test_several_senders_mails_are_handled_side_by_side_each_senders_in_order_and_once(mail_servers):
+    narrator = mail_servers.add_user("narrator")
+    senders = [f"p{n}@example.test" for n in range(6)]
+    mails = [(sender, f"{sender} move {move}") for move in range(5) for sender in senders]
+    arrive_together(mail_servers, narrator, mails)
+    store, handled = MemoryStateStore(), Lanes()
+    w = watcher(mail_servers, narrator, store, handled, window=8)
+    await w.start()
+    await handled.until(len(mails), timeout=20)
+    await w.check_now()
+    await w.close()
+    assert sorted(handled.subjects) == sorted(subject for _, subject in mails)  # each once
+    for sender in senders:
+        assert [s for s in handled.subjects if s.startswith(sender)] == [f"{sender} move {m}" for m in range(5)]
+    assert not handled.overlaps
+    assert 1 < handled.most <= 8  # different senders at once, never more than the window
+    assert [flags for flags, _ in flags_and_subjects(mail_servers, narrator)] == [r"\Seen $AvalonDone"] * len(mails)
+    assert (await store.load(w.key)).last_uid == len(mails)
+
+
+async def test_a_failing_mail_holds_back_only_its_senders_later_mails(mail_servers):
+    narrator = mail_servers.add_user("narrator")
+    arrive_together(mail_servers, narrator, [("ann@example.test", "a1"), ("bob@example.test", "b1"),
+                                             ("ann@example.test", "a2"), ("bob@example.test", "b2")])
+    store, handled, errors = MemoryStateStore(), Handled(), []
+    handled.failing.add("a1")
+    w = watcher(mail_servers, narrator, store, handled, on_error=errors.append)
+    await w.start()
+    await w.check_now()
+    assert sorted(handled.subjects) == ["b1", "b2"]  # ann's second mail waits for her first
+    assert [flags for flags, _ in flags_and_subjects(mail_servers, narrator)] == \
+        ["", r"\Seen $AvalonDone", "", r"\Seen $AvalonDone"]
+    assert (await store.load(w.key)).last_uid == 0  # a1 is not handled: a restart reads from it
+    assert any("handling mail 1 failed" in error for error in errors)
+
+    handled.failing.clear()
+    await handled.until(4)
+    await w.check_now()
+    await w.close()
+    assert handled.subjects[2:] == ["a1", "a2"] and (await store.load(w.key)).last_uid >= 3
+    assert [flags for flags, _ in flags_and_subjects(mail_servers, narrator)] == [r"\Seen $AvalonDone"] * 4
+    again = Handled()  # a restart reads none of them again
+    w = watcher(mail_servers, narrator, store, again)
+    await w.start()
+    await w.check_now()
+    await w.close()
+    assert again.subjects == []
+
+
+async def test_mails_failing_side_by_side_double_the_wait_once_not_once_each(mail_servers):
+    narrator = mail_servers.add_user("narrator")
+    arrive_together(mail_servers, narrator, [(f"p{n}@example.test", f"m{n}") for n in range(4)])
+    handled, errors = Handled(), []
+    handled.failing.update(f"m{n}" for n in range(4))  # the bus is down for every one of them
+    w = watcher(mail_servers, narrator, MemoryStateStore(), handled, on_error=errors.append)
+    await w.start()
+    await w.check_now()
+    assert [error.rsplit("retrying in ", 1)[1] for error in errors] == ["0.5 s"] * 4
+    handled.failing.clear()
+    await handled.until(4)
+    await w.close()
+    assert sorted(handled.subjects) == ["m0", "m1", "m2", "m3"]
