@@ -202,7 +202,6 @@ async def _unless_interrupted(work) -> None:
         # would say of it (the outbox's "could not mark N messages sent ... sent again on the next
         # start", when a commit cut short still holds the database) is not so: there is no next start.
         logging.disable(logging.CRITICAL)
-        await _cancel_the_rest()
         raise Interrupted
     task.result()
 
