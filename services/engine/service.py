@@ -31,7 +31,7 @@ from shared import ops
 from shared.bus import Bus
 from shared.bus.base import COMMAND_SENDER
 from shared.channels import ChannelMap
-from shared.db import database_down
+from shared.db import database_down, to_the_end
 from shared.protocol import utcnow
 
 from .batcher import Batcher
@@ -118,7 +118,9 @@ class EngineService:
         while True:
             await asyncio.sleep(UPKEEP_SECONDS)
             try:
-                if await self.publisher.flush_published():  # the database answered
+                # stop() cancels this task: never in the middle of the marks' write (on SQLite a write cut
+                # off there can keep the file locked; shared.db.to_the_end)
+                if await to_the_end(self.publisher.flush_published()):  # the database answered
                     self.database.answered()
                 if self.publisher.dirty:
                     async with self.batcher.turn:
