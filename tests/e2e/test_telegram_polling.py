@@ -25,13 +25,15 @@ async def test_a_clean_stop_of_long_polling_logs_no_error(tmp_path, caplog):
     fake = await FakeTelegram().start()
     try:
         for round_ in range(3):  # stopped while a long poll waits, after answering, and again
-            runner = TelegramRunner(settings_for(fake, tmp_path), InProcessBus())
+            bus = InProcessBus()  # the test's own, closed by the test (the runner closes what it opened)
+            runner = TelegramRunner(settings_for(fake, tmp_path), bus)
             await runner.start()
             ann = fake.user(7, "Ann")
             await ann.send(None, "/help")
             await fake.wait_for(lambda: len([m for m in fake.messages(ann.private_chat) if "/newgame" in m.text])
                                 > round_, timeout=15, what="the answer to /help")
             await runner.stop()
+            await bus.close()
     finally:
         await fake.stop()
     errors = [f"{r.name}: {r.getMessage()[:200]}" for r in caplog.records if r.levelno >= logging.ERROR]
@@ -46,9 +48,11 @@ async def test_a_stop_right_after_the_start_stops_cleanly(tmp_path, caplog):
     fake = await FakeTelegram().start()
     try:
         for _ in range(3):
-            runner = TelegramRunner(settings_for(fake, tmp_path), InProcessBus())
+            bus = InProcessBus()  # the test's own, closed by the test (the runner closes what it opened)
+            runner = TelegramRunner(settings_for(fake, tmp_path), bus)
             await runner.start()
             await runner.stop()
+            await bus.close()
         calls = len(fake.calls("getUpdates"))
         await asyncio.sleep(1.5)
         assert len(fake.calls("getUpdates")) == calls, "nobody polls once every runner is stopped"
