@@ -100,6 +100,15 @@ def read_link(url: str) -> tuple[str, str]:
     return fields.get("subject", [""])[0], fields.get("body", [""])[0]
 
 
+async def unseen(user, seen: set, mails: list) -> list[EmailMessage]:
+    """The mails in ``user``'s inbox not seen before: marked seen and kept in ``mails``, in order."""
+    fresh = [m for m in await user.inbox() if m["Message-ID"] not in seen]
+    for m in fresh:
+        seen.add(m["Message-ID"])
+        mails.append(m)
+    return fresh
+
+
 @dataclass
 class MailPlayer:
     """A player at their mail program: acts on the newest mail that offers choices."""
@@ -117,11 +126,7 @@ class MailPlayer:
     table: object = None  # () -> (players: id -> name, seats): the names the player reads in their mail
 
     async def new_mail(self) -> list[EmailMessage]:
-        fresh = [m for m in await self.user.inbox() if m["Message-ID"] not in self.seen]
-        for m in fresh:
-            self.seen.add(m["Message-ID"])
-            self.mails.append(m)
-        return fresh
+        return await unseen(self.user, self.seen, self.mails)
 
     async def answer(self, message: EmailMessage, body: str, url: str | None = None) -> None:
         if self.mode == "click" and url is not None:

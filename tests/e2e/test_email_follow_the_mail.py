@@ -17,7 +17,7 @@ from email.message import EmailMessage
 
 from services.email_gateway.wording import link_body
 from services.email_gateway.words import email_words
-from tests.e2e.email_support import Narrator, wait_until
+from tests.e2e.email_support import Narrator, unseen, wait_until
 from tests.e2e.test_email_safety import bounce_for
 from tests.mailservers import MailUser, mail_servers  # noqa: F401 - the fixture
 
@@ -55,11 +55,7 @@ class Person:
     did: list = field(default_factory=list)  # (how, what)
 
     async def new_mail(self) -> list[EmailMessage]:
-        fresh = [m for m in await self.user.inbox() if m["Message-ID"] not in self.seen]
-        for m in fresh:
-            self.seen.add(m["Message-ID"])
-            self.mails.append(m)
-        return fresh
+        return await unseen(self.user, self.seen, self.mails)
 
     def choices(self, message: EmailMessage) -> list[tuple[str, str, str]]:
         """(label, what to type, link) of each choice the mail lists."""
