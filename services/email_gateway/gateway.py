@@ -115,6 +115,9 @@ class EmailGateway:
     async def address_failing(self, player: str) -> None:
         await self.replies.address_failing(player)
 
+    async def address_working(self, player: str) -> None:
+        await self.replies.address_failing(player, "address_working")
+
     async def _failing(self, address: str, error: str) -> None:
         """A mail given up on: the address is marked failing and the game's host told."""
         if await self.store.mark_failing(address, error):

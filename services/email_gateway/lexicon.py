@@ -28,7 +28,7 @@ WORDS: dict[str, dict[str, tuple[str, ...]]] = {
 
 # Commands that take no argument: the rest of their line may only hold politeness words.
 BARE = frozenset({"join", "leave", "start", "cancel", "approve", "reject", "success", "fail", "sheathe",
-                  "status", "rules", "help"})
+                  "status", "role", "rules", "help"})
 ONE_TARGET = frozenset({"pick", "lady", "excalibur", "shoot", "accuse", "hand"})
 TEXT_KINDS = frozenset({"say", "last_word"})
 

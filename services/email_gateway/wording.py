@@ -20,7 +20,7 @@ from . import lexicon as lx
 
 KINDS = ("join", "leave", "start", "cancel", "approve", "reject", "success", "fail", "team", "pick",
          "lady", "excalibur", "sheathe", "shoot", "accuse", "hand", "say", "last_word", "status",
-         "rules", "help", "language", "timezone", "new_game", "invite")
+         "role", "rules", "help", "language", "timezone", "new_game", "invite")
 
 
 @dataclass(frozen=True)
