@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from babel import Locale
 
-from shared.narration.render import FSI, PDI, RTL, glossary, keyed_text, sentence
+from shared.narration.render import FSI, PDI, RTL, glossary, keyed_text, pick_locale, sentence
 
 _TAGS = re.compile(r"<[^>]+>")
 _EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F]")  # not in the font: the text says it
@@ -86,6 +86,12 @@ class Words:
         return text.lstrip("• ").strip()
 
 
-@lru_cache(maxsize=None)
 def words(locale: str) -> Words:
+    """The words of ``locale``; a language the narrator does not speak reads as English, as the
+    narration's fallback does."""
+    return _words(pick_locale((locale,)))
+
+
+@lru_cache(maxsize=None)
+def _words(locale: str) -> Words:
     return Words(locale)

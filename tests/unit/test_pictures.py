@@ -70,6 +70,12 @@ def test_each_language_draws_its_own_words():
     assert len({draw_end(picture_of(events), NAMES, locale) for locale in LOCALES}) == len(LOCALES)
 
 
+def test_a_language_the_narrator_does_not_speak_is_drawn_in_english():
+    game = picture_of(golden_game())
+    assert draw_end(game, NAMES, "de") == draw_end(game, NAMES, "en")
+    assert draw_board(game, NAMES, "../fa") == draw_board(game, NAMES, "en")
+
+
 def test_a_png_has_no_chunk_that_could_vary():
     data = draw_board(picture_of(mid_game(golden_game())), NAMES, "en")
     chunks, at = [], 8
