@@ -64,8 +64,6 @@ class GamePicture:
     excalibur_holder: str | None = None  # the current team's Excalibur, until its quest is resolved
     proposals: tuple[Proposal, ...] = ()
     ending: Ending | None = None
-    uses_excalibur: bool = False
-    uses_lady: bool = False
 
     def result_of(self, quest: int) -> QuestResult | None:
         return self.results[quest - 1] if 0 < quest <= len(self.results) else None
@@ -89,8 +87,7 @@ def step(game: GamePicture, event: Event) -> GamePicture:
 
 def _started(game: GamePicture, e: GameStarted) -> GamePicture:
     return GamePicture(seats=e.seats, quest_sizes=e.quest_sizes, fails_needed=e.fails_needed, leader=e.first_leader,
-                       lady_holder=e.lady_holder, uses_lady=e.lady_holder is not None,
-                       uses_excalibur=bool(e.options.excalibur))
+                       lady_holder=e.lady_holder)
 
 
 def _phase(game: GamePicture, e: PhaseOpened) -> GamePicture:

@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from io import BytesIO
 from pathlib import Path
 
 import pytest
 from PIL import Image, ImageChops, ImageDraw, ImageFont
 
+from services.engine.simulate import random_game
 from shared.game.events import (
     Audience, AudienceKind, CardPlayed, LadyResult, RoleAssigned, TeamProposed, VoteCast,
 )
 from shared.game.model import Card, Role, Team
+from shared.game.options import Options, Preset
 from shared.languages import LOCALES
 from shared.pictures import draw_board, draw_end, picture_of
-from shared.pictures.canvas import FONTS, REGULAR, SHAPING, font
+from shared.pictures.canvas import FONTS, PAPER, REGULAR, SHAPING, font
 
 from .picture_game import NAMES, golden_game, mid_game
 
@@ -84,6 +87,24 @@ def test_a_png_has_no_chunk_that_could_vary():
         chunks.append(data[at + 4:at + 8].decode())
         at += 12 + length
     assert set(chunks) <= {"IHDR", "PLTE", "IDAT", "IEND"}, chunks
+
+
+@pytest.mark.parametrize("preset, players, anonymous", [
+    (Preset.CLASSIC, 5, False), (Preset.ONLINE, 8, True), (Preset.FORUM, 12, False), (Preset.FORUM, 10, True)])
+def test_any_table_is_drawn_whole_in_every_language(preset, players, anonymous):
+    """Tables of 5 to 12, missed proposals, fifth proposals without a vote, anonymous votes: every row
+    and every seat fits in the picture (the grid's right edge is inside it, nothing is cut off)."""
+    options = Options.preset_defaults(preset, anonymous_votes=anonymous, lady=True, excalibur=True)
+    for seed in range(2):
+        events = random_game(players, options, seed, timeout_rate=0.2, keep=True).events
+        game = picture_of(events)
+        assert len(game.seats) == players and game.ending is not None
+        for locale in LOCALES:
+            image = Image.open(BytesIO(draw_end(game, {}, locale)))
+            assert image.format == "PNG" and image.width >= 720
+            ink = ImageChops.difference(image.convert("RGB"), Image.new("RGB", image.size, PAPER)).getbbox()
+            assert ink[0] >= 20 and ink[2] <= image.width - 20, (locale, ink, image.size)
+            Image.open(BytesIO(draw_board(picture_of(events[:len(events) // 2]), {}, locale))).verify()
 
 
 # -- secrets ------------------------------------------------------------------------------------------
