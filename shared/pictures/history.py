@@ -141,6 +141,7 @@ def _legend(c: Canvas, w: Words, y: int, width: int) -> int:
     items = [("crown", w.g["leader"]), ("team", w.key("in_team")), ("tick", w.g["approve"]),
              ("cross", w.g["reject"]), ("dash", w.key("not_voted"))]
     for kind, text in items:
+        text = text[:1].upper() + text[1:]  # a legend's labels start with a capital, as its glossary terms do
         need = 30 + width_of(text, 14, rtl=w.rtl) + 22
         if x + need > width - MARGIN:
             x, y = MARGIN, y + 26
