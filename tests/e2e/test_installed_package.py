@@ -87,3 +87,25 @@ def test_the_installed_avalon_plays_a_whole_game_and_migrates_a_database(install
     assert migrated.returncode == 0, migrated.stderr[-3000:]
     assert (work / "a.db").exists()
     assert sys.version_info >= (3, 11)
+
+
+DRAW = """
+import sys, pathlib, shared.pictures.canvas as canvas
+sys.path.insert(0, sys.argv[1])  # the golden game and its names, from the checkout's tests
+from picture_game import NAMES, golden_game, mid_game
+from shared.pictures import draw_board, draw_end, picture_of
+out = pathlib.Path(sys.argv[2])
+(out / "board.fa.png").write_bytes(draw_board(picture_of(mid_game(golden_game())), NAMES, "fa"))
+(out / "end.vi.png").write_bytes(draw_end(picture_of(golden_game()), NAMES, "vi"))
+print(canvas.FONTS)
+"""
+
+
+def test_the_installed_package_draws_the_golden_pictures_with_its_own_fonts(installed):
+    python, work = installed
+    out = run(installed, "-c", DRAW, str(ROOT / "tests" / "unit"), str(work))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "site-packages" in out.stdout and not out.stdout.startswith(str(ROOT)), out.stdout
+    golden = ROOT / "tests" / "golden" / "pictures"
+    assert (work / "board.fa.png").read_bytes() == (golden / "board.fa.png").read_bytes()
+    assert (work / "end.vi.png").read_bytes() == (golden / "end.vi.png").read_bytes()

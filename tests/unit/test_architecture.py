@@ -61,6 +61,8 @@ def test_every_wall_holds(walls):
     ("services.engine.service", "services.telegram_gateway.gateway"),  # the engine using a gateway
     ("services.console.channel", "services.engine.service"),  # the demo's channel using the engine
     ("shared.delivery.pipeline", "services.telegram_gateway.channel"),  # the delivery core knowing a channel
+    ("shared.pictures.board", "services.engine.service"),  # the pictures reaching into a service
+    ("shared.narration.render", "shared.pictures.words"),  # the narration depending on the pictures
 ])
 def test_the_floors_catch_an_import_that_runs_up_or_across(walls, importer, imported):
     graph, contracts = walls
