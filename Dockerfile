@@ -5,6 +5,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY services ./services
 COPY shared ./shared
+COPY avalon ./avalon
 RUN pip install --no-cache-dir .
 RUN useradd --create-home avalon
 USER avalon
