@@ -7,6 +7,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends libfribidi0 && 
 COPY pyproject.toml README.md ./
 COPY services ./services
 COPY shared ./shared
+COPY avalon ./avalon
 RUN pip install --no-cache-dir .
 RUN useradd --create-home avalon
 USER avalon

@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.engine.rules import Options  # noqa: E402
-from services.engine.simulate import random_game  # noqa: E402
-from shared.languages import LOCALES  # noqa: E402
-from shared.pictures import draw_board, draw_end, picture_of  # noqa: E402
+from avalon.services.engine.rules import Options  # noqa: E402
+from avalon.services.engine.simulate import random_game  # noqa: E402
+from avalon.shared.languages import LOCALES  # noqa: E402
+from avalon.shared.pictures import draw_board, draw_end, picture_of  # noqa: E402
 
 NAMES = {"p1": "Ann", "p2": "Nguyễn Thị Bảo", "p3": "فرشته", "p4": "Дмитрий Соколов", "p5": "Eva",
          "p6": "پگاه رضایی", "p7": "Chloé", "p8": "Trần Văn Đức", "p9": "Ольга", "p10": "Willem-Jan"}

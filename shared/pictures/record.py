@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable
 
-from shared.game.events import (
+from avalon.shared.game.events import (
     AudienceKind, Event, GameEnded, GameStarted, LadyUsed, PhaseOpened, ProposalMissed, QuestResolved,
     TeamProposed, VotesRevealed,
 )
-from shared.game.model import Phase, Role, Team, WinCause
+from avalon.shared.game.model import Phase, Role, Team, WinCause
 
 APPROVED, REJECTED, MISSED, AUTO, OPEN = "approved", "rejected", "missed", "auto", "open"
 

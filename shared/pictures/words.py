@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from babel import Locale
 
-from shared.narration.render import FSI, PDI, RTL, glossary, keyed_text, pick_locale, sentence
+from avalon.shared.narration.render import FSI, PDI, RTL, glossary, keyed_text, pick_locale, sentence
 
 _TAGS = re.compile(r"<[^>]+>")
 _EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F]")  # not in the font: the text says it

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-from services.email_gateway.wording import link_body
-from services.email_gateway.words import email_words
+from avalon.services.email_gateway.wording import link_body
+from avalon.services.email_gateway.words import email_words
 from tests.e2e.email_support import Narrator, links_of, read_link, wait_until
 from tests.e2e.test_email_safety import PEOPLE, Table, text_of
 from tests.mailservers import mail_servers  # noqa: F401 - the fixture

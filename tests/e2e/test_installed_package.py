@@ -21,9 +21,9 @@ SKIP = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "_
 pytestmark = pytest.mark.slow
 
 RENDER = """
-import json, pathlib, shared.narration.render as r
-from shared.narration.render import LOCALES, Narrator, Recipient, Context, glossary
-from shared.protocol import EventEnvelope
+import json, pathlib, avalon.shared.narration.render as r
+from avalon.shared.narration.render import LOCALES, Narrator, Recipient, Context, glossary
+from avalon.shared.protocol import EventEnvelope
 envelope = EventEnvelope.model_validate({"message_id": "g:1", "game_id": "g", "seq": 1,
     "occurred_at": "2026-01-01T20:00:00Z", "audience": {"kind": "public"},
     "event": {"type": "player_joined", "player": "test:1"}})
@@ -93,7 +93,7 @@ DRAW = """
 import sys, pathlib, shared.pictures.canvas as canvas
 sys.path.insert(0, sys.argv[1])  # the golden game and its names, from the checkout's tests
 from picture_game import NAMES, golden_game, mid_game
-from shared.pictures import draw_board, draw_end, picture_of
+from avalon.shared.pictures import draw_board, draw_end, picture_of
 out = pathlib.Path(sys.argv[2])
 (out / "board.fa.png").write_bytes(draw_board(picture_of(mid_game(golden_game())), NAMES, "fa"))
 (out / "end.vi.png").write_bytes(draw_end(picture_of(golden_game()), NAMES, "vi"))

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from services.email_gateway.compose import Identity
-from services.email_gateway.gateway import EmailGateway
-from services.email_gateway.notes import MailNotes
-from shared.delivery.channel import Game
-from shared.delivery.table import Seats, Table, Turn
-from services.email_gateway.tokens import Tokens
-from shared.db import make_engine, migrate
-from shared.protocol import Person
+from avalon.services.email_gateway.compose import Identity
+from avalon.services.email_gateway.gateway import EmailGateway
+from avalon.services.email_gateway.notes import MailNotes
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.table import Seats, Table, Turn
+from avalon.services.email_gateway.tokens import Tokens
+from avalon.shared.db import make_engine, migrate
+from avalon.shared.protocol import Person
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "email_fixtures"
 NO_FIXTURES = "../shared/email_fixtures is not beside the clone: real auto-replies and bounces are not checked"
@@ -177,7 +177,7 @@ HOST, BOB = "mail:host@example.org", "mail:bob@example.org"
 
 def table_with(gateway, game_id: str, phase: str, phase_id: int, *, bob_offer: bool = False, over: bool = False):
     """A game the gateway knows, Bob seated (offered a quest card in it when ``bob_offer``)."""
-    from shared.protocol import ChoicesOffered
+    from avalon.shared.protocol import ChoicesOffered
 
     offers = {BOB: ChoicesOffered(player=BOB, phase=phase, phase_id=phase_id, choices=(
         {"kind": "play_card", "cards": ("success", "fail")},))} if bob_offer else {}

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from services.engine.rules import Lancelot, Options
-from services.engine.simulate import random_game
-from shared.game.events import PhaseOpened
-from shared.game.model import Phase
+from avalon.services.engine.rules import Lancelot, Options
+from avalon.services.engine.simulate import random_game
+from avalon.shared.game.events import PhaseOpened
+from avalon.shared.game.model import Phase
 
 OPTIONS = replace(Options(), lady=True, excalibur=True, lancelot=Lancelot.V1, last_word=True,
                   assassin_may_delegate=True)

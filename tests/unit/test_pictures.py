@@ -18,15 +18,15 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops, ImageDraw, ImageFont
 
-from services.engine.simulate import random_game
-from shared.game.events import (
+from avalon.services.engine.simulate import random_game
+from avalon.shared.game.events import (
     Audience, AudienceKind, CardPlayed, LadyResult, RoleAssigned, TeamProposed, VoteCast,
 )
-from shared.game.model import Card, Role, Team
-from shared.game.options import Options, Preset
-from shared.languages import LOCALES
-from shared.pictures import draw_board, draw_end, picture_of
-from shared.pictures.canvas import FONTS, PAPER, REGULAR, SHAPING, font
+from avalon.shared.game.model import Card, Role, Team
+from avalon.shared.game.options import Options, Preset
+from avalon.shared.languages import LOCALES
+from avalon.shared.pictures import draw_board, draw_end, picture_of
+from avalon.shared.pictures.canvas import FONTS, PAPER, REGULAR, SHAPING, font
 
 from .picture_game import NAMES, golden_game, mid_game
 
