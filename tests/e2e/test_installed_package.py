@@ -90,7 +90,7 @@ def test_the_installed_avalon_plays_a_whole_game_and_migrates_a_database(install
 
 
 DRAW = """
-import sys, pathlib, shared.pictures.canvas as canvas
+import sys, pathlib, avalon.shared.pictures.canvas as canvas
 sys.path.insert(0, sys.argv[1])  # the golden game and its names, from the checkout's tests
 from picture_game import NAMES, golden_game, mid_game
 from avalon.shared.pictures import draw_board, draw_end, picture_of

@@ -161,4 +161,5 @@ def test_the_code_is_imported_under_its_one_installed_name():
              for path in sorted((ROOT / folder).rglob("*.py"))
              for name in _top_level_imports(path.read_text(encoding="utf-8"))]
     assert not stray, stray
-    assert _top_level_imports("from shared.game import Phase\nimport services.cli\n") == ["avalon.shared.game", "avalon.services.cli"]
+    planted = _top_level_imports("from shared.game import Phase\nimport services.cli\nfrom avalon.shared import db\n")
+    assert [name.partition(".")[0] for name in planted] == ["shared", "services"], planted
