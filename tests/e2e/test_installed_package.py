@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.shaping import needs_shaping
+
 ROOT = Path(__file__).resolve().parents[2]
 SKIP = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", "*.db", ".env",
                               "tests", "bench", ".pytest_cache")
@@ -101,6 +103,7 @@ print(canvas.FONTS)
 """
 
 
+@needs_shaping
 def test_the_installed_package_draws_the_golden_pictures_with_its_own_fonts(installed):
     python, work = installed
     out = run(installed, "-c", DRAW, str(ROOT / "tests" / "unit"), str(work))
