@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from services.app import open_store, unknown_revision
-from shared.runtime import StartupError, one_line
+from avalon.services.app import open_store, unknown_revision
+from avalon.shared.runtime import StartupError, one_line
 
 NO_GAME = 2
 
@@ -20,7 +20,7 @@ async def export(url: str, game_id: str) -> int:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import SQLAlchemyError
 
-    from shared.db import database_down, revisions
+    from avalon.shared.db import database_down, revisions
 
     where = _safe_url(url)
     if url.startswith("sqlite"):

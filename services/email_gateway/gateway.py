@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.bus import Bus
-from shared.delivery.channel import Game
-from shared.delivery.games import GameBook
-from shared.delivery.outbox import Outbox
-from shared.delivery.pipeline import Pipeline
-from shared.delivery.roster import Roster
-from shared.narration.render import LOCALES
-from shared.protocol import CommandEnvelope
+from avalon.shared.bus import Bus
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.games import GameBook
+from avalon.shared.delivery.outbox import Outbox
+from avalon.shared.delivery.pipeline import Pipeline
+from avalon.shared.delivery.roster import Roster
+from avalon.shared.narration.render import LOCALES
+from avalon.shared.protocol import CommandEnvelope
 
 from . import legacy
 from .channel import PREFIX, EmailChannel, address_of

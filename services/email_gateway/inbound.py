@@ -12,12 +12,12 @@ import hashlib
 import logging
 import re
 
-from shared.protocol import CommandEnvelope
-from shared.throttle import Throttle, Verdict
+from avalon.shared.protocol import CommandEnvelope
+from avalon.shared.throttle import Throttle, Verdict
 
 from .compose import phase_of_message_id
-from shared.delivery.channel import Game
-from shared.delivery.table import Seats, Table
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.table import Seats, Table
 
 from .notes import MailNotes, Pending, open_games_of
 from .reading import IncomingMail, read_mail
@@ -256,7 +256,7 @@ class Inbound:
         return f"profile {intent.kind}"
 
     async def new_game(self, mail: IncomingMail, key: str, player: str, intent: Intent) -> str:
-        from shared.game import Options
+        from avalon.shared.game import Options
 
         gw = self.gw
         # from the mail itself: the same mail read again (a crash before it was remembered) is the same game

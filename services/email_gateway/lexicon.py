@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from shared.languages import LOCALES
-from shared.narration.render import glossary
+from avalon.shared.languages import LOCALES
+from avalon.shared.narration.render import glossary
 
 
 def _typed(locale: str) -> dict:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import logging
 
-from shared.delivery.channel import Game
-from shared.delivery.outbox import Outbox, Outgoing
-from shared.delivery.roster import Roster
-from shared.game import MissedRule, Options
-from shared.narration.render import LOCALES, RTL, Context, Narrator, Recipient, pick_locale
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.outbox import Outbox, Outgoing
+from avalon.shared.delivery.roster import Roster
+from avalon.shared.game import MissedRule, Options
+from avalon.shared.narration.render import LOCALES, RTL, Context, Narrator, Recipient, pick_locale
 
 from . import links
 from .notes import title_of

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from shared.db import upsert
+from avalon.shared.db import upsert
 
 from .imap import MailboxState
 from .rows import ContactRow, MailboxRow, SeenMailRow

@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Literal, Mapping, NamedTuple, Sequence
 from zoneinfo import ZoneInfo, available_timezones
 
-from shared.narration.render import glossary
+from avalon.shared.narration.render import glossary
 
 from . import lexicon as lx
 

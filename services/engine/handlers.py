@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from shared.protocol import COMMAND_MODELS, CommandEnvelope
+from avalon.shared.protocol import COMMAND_MODELS, CommandEnvelope
 
 from .batcher import StagedBatch
 from .cache import GameCache

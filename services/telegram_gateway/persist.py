@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 
 from sqlalchemy import select
 
-from shared.db import make_engine, migrate, to_the_end, upsert
-from shared.delivery.rows import GatewayStateRow
+from avalon.shared.db import make_engine, migrate, to_the_end, upsert
+from avalon.shared.delivery.rows import GatewayStateRow
 
 from .memory import Memory
 

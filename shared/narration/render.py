@@ -31,8 +31,8 @@ from babel import Locale
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
 from markupsafe import Markup
 
-from shared.languages import LOCALES
-from shared.protocol import EventEnvelope
+from avalon.shared.languages import LOCALES
+from avalon.shared.protocol import EventEnvelope
 
 from .books import MissingTranslation, keys, render_key, say
 from .catalogs import LOCALES_DIR, gettext_functions

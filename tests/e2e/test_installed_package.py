@@ -21,9 +21,9 @@ SKIP = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "_
 pytestmark = pytest.mark.slow
 
 RENDER = """
-import json, pathlib, shared.narration.render as r
-from shared.narration.render import LOCALES, Narrator, Recipient, Context, glossary
-from shared.protocol import EventEnvelope
+import json, pathlib, avalon.shared.narration.render as r
+from avalon.shared.narration.render import LOCALES, Narrator, Recipient, Context, glossary
+from avalon.shared.protocol import EventEnvelope
 envelope = EventEnvelope.model_validate({"message_id": "g:1", "game_id": "g", "seq": 1,
     "occurred_at": "2026-01-01T20:00:00Z", "audience": {"kind": "public"},
     "event": {"type": "player_joined", "player": "test:1"}})

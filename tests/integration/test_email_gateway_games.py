@@ -8,12 +8,12 @@ import asyncio
 import uuid
 from email.message import EmailMessage
 
-from services.email_gateway.compose import Identity
-from services.email_gateway.gateway import EmailGateway
-from services.email_gateway.tokens import Tokens
-from shared.db import make_engine, migrate
-from shared.narration.render import Context, Narrator, Recipient
-from shared.protocol import AudienceKind, AudienceModel, CommandRejected, EventEnvelope, utcnow
+from avalon.services.email_gateway.compose import Identity
+from avalon.services.email_gateway.gateway import EmailGateway
+from avalon.services.email_gateway.tokens import Tokens
+from avalon.shared.db import make_engine, migrate
+from avalon.shared.narration.render import Context, Narrator, Recipient
+from avalon.shared.protocol import AudienceKind, AudienceModel, CommandRejected, EventEnvelope, utcnow
 
 ANN, BOB = "mail:ann@example.org", "mail:bob@example.org"
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from services.email_gateway.compose import Identity
-from services.email_gateway.gateway import EmailGateway
-from services.email_gateway.notes import MailNotes
-from shared.delivery.channel import Game
-from shared.delivery.table import Seats, Table, Turn
-from services.email_gateway.tokens import Tokens
-from shared.db import make_engine, migrate
-from shared.protocol import Person
+from avalon.services.email_gateway.compose import Identity
+from avalon.services.email_gateway.gateway import EmailGateway
+from avalon.services.email_gateway.notes import MailNotes
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.table import Seats, Table, Turn
+from avalon.services.email_gateway.tokens import Tokens
+from avalon.shared.db import make_engine, migrate
+from avalon.shared.protocol import Person
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "email_fixtures"
 NO_FIXTURES = "../shared/email_fixtures is not beside the clone: real auto-replies and bounces are not checked"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from shared.protocol import (
+from avalon.shared.protocol import (
     INTERNAL_EVENTS,
     BoardShown,
     QuestLine,
@@ -19,9 +19,9 @@ from shared.protocol import (
     audience_model,
     event_body,
 )
-from services.engine.rules import Card, CommandKind, Lancelot, Options, Phase, Reason
-from shared.game import events as ev
-from services.engine.simulate import random_game
+from avalon.services.engine.rules import Card, CommandKind, Lancelot, Options, Phase, Reason
+from avalon.shared.game import events as ev
+from avalon.services.engine.simulate import random_game
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 

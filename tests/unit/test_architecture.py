@@ -54,13 +54,13 @@ def test_every_wall_holds(walls):
 
 
 @pytest.mark.parametrize("importer, imported", [
-    ("shared.protocol", "services.engine.service"),  # the shared floor reaching up into a service
-    ("shared.game.events", "shared.protocol"),  # the game's vocabulary reaching up
-    ("services.telegram_gateway.gateway", "services.email_gateway.gateway"),  # a gateway using another
-    ("services.email_gateway.gateway", "services.engine.store"),  # a gateway using the engine
-    ("services.engine.service", "services.telegram_gateway.gateway"),  # the engine using a gateway
-    ("services.console.channel", "services.engine.service"),  # the demo's channel using the engine
-    ("shared.delivery.pipeline", "services.telegram_gateway.channel"),  # the delivery core knowing a channel
+    ("avalon.shared.protocol", "avalon.services.engine.service"),  # the shared floor reaching up into a service
+    ("avalon.shared.game.events", "avalon.shared.protocol"),  # the game's vocabulary reaching up
+    ("avalon.services.telegram_gateway.gateway", "avalon.services.email_gateway.gateway"),  # a gateway using another
+    ("avalon.services.email_gateway.gateway", "avalon.services.engine.store"),  # a gateway using the engine
+    ("avalon.services.engine.service", "avalon.services.telegram_gateway.gateway"),  # the engine using a gateway
+    ("avalon.services.console.channel", "avalon.services.engine.service"),  # the demo's channel using the engine
+    ("avalon.shared.delivery.pipeline", "avalon.services.telegram_gateway.channel"),  # the delivery core knowing a channel
 ])
 def test_the_floors_catch_an_import_that_runs_up_or_across(walls, importer, imported):
     graph, contracts = walls
@@ -70,9 +70,9 @@ def test_the_floors_catch_an_import_that_runs_up_or_across(walls, importer, impo
 
 
 @pytest.mark.parametrize("importer, imported", [
-    ("services.engine.rules.decide", "asyncio"),
-    ("services.engine.rules.rounds", "shared.bus"),
-    ("shared.game.options", "datetime"),
+    ("avalon.services.engine.rules.decide", "asyncio"),
+    ("avalon.services.engine.rules.rounds", "avalon.shared.bus"),
+    ("avalon.shared.game.options", "datetime"),
 ])
 def test_the_rules_core_wall_catches_io(walls, importer, imported):
     graph, contracts = walls
@@ -86,7 +86,7 @@ def test_the_rules_core_wall_catches_io(walls, importer, imported):
 def test_the_cycle_wall_catches_two_modules_importing_each_other(walls):
     graph, contracts = walls
     graph = deepcopy(graph)
-    graph.add_import(importer="services.engine.conflicts", imported="services.engine.store", line_number=1,
+    graph.add_import(importer="avalon.services.engine.conflicts", imported="avalon.services.engine.store", line_number=1,
                      line_contents="planted")
     assert _broken(_named(contracts, "No import cycle"), graph)
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.email_gateway import lexicon
-from services.email_gateway.wording import KINDS, Intent, Problem, command_words, link_body, parse
-from shared.narration.render import FSI, LOCALES, PDI, book_sources, environment
+from avalon.services.email_gateway import lexicon
+from avalon.services.email_gateway.wording import KINDS, Intent, Problem, command_words, link_body, parse
+from avalon.shared.narration.render import FSI, LOCALES, PDI, book_sources, environment
 
 PLAYERS = {"m:ann": "Ann", "m:bob": "Bob Marley", "m:cleo": "Cléo", "m:duc": "Đức Hương", "m:anya": "Аня",
            "m:ali": "علی", "m:jo": "Jo-Anne O'Neil"}
