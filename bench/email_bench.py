@@ -167,6 +167,7 @@ class BenchPlayer(MailPlayer):
     greet: bool = False  # first say its language in a reply to the invitation
     size: int = 0  # for a host: the number of players it starts the game with
     started: bool = False
+    stopped: bool = False  # the bench is over, or this player's game went as far as measured
 
     async def new_mail(self) -> list[EmailMessage]:
         found = []
@@ -203,11 +204,17 @@ class BenchPlayer(MailPlayer):
         await super().answer(message, body, url)
 
     async def run(self) -> None:
-        while True:
+        # stopped by ``stopped`` as well as by cancelling: on Python 3.11 a cancel that meets a wait
+        # just ending (asyncio.wait_for, which aiosmtplib uses too) is swallowed, and the player went
+        # on for ever: the bench hung in Players.stop()
+        while not self.stopped:
             try:
-                await asyncio.wait_for(self.wake.wait(), 2.0)
+                async with asyncio.timeout(2.0):  # unlike wait_for, never swallows a cancel
+                    await self.wake.wait()
             except TimeoutError:
                 pass
+            if self.stopped:
+                return
             self.wake.clear()
             try:
                 if self.greet and (fresh := await self.new_mail()):
@@ -248,8 +255,12 @@ async def _players(ports, narrator: str, games: list, seed: int, landed_queue, t
 
     def told(item) -> None:
         if item[0] == "stop":
+            for player in everyone.values():
+                player.stopped = True
             stop.set()
         elif item[0] == "done":  # the game went as far as measured: its players stop
+            for address, _, _ in seated[item[1]]:
+                everyone[address].stopped = True
             for task in tables[item[1]]:
                 task.cancel()
         else:
@@ -266,6 +277,7 @@ async def _players(ports, narrator: str, games: list, seed: int, landed_queue, t
     threading.Thread(target=listen, args=(told_queue, told), daemon=True).start()
     threading.Thread(target=listen, args=(landed_queue, lambda box: box in everyone and everyone[box].wake.set()),
                      daemon=True).start()
+    seated = {seats[0][0]: seats for _, seats in games}
     for _, seats in games:
         tables[seats[0][0]] = [asyncio.create_task(everyone[a].run()) for a, _, _ in seats]
     tasks = [task for group in tables.values() for task in group]
@@ -274,7 +286,9 @@ async def _players(ports, narrator: str, games: list, seed: int, landed_queue, t
     await stop.wait()
     for task in tasks:
         task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    _, stuck = await asyncio.wait(tasks, timeout=30)  # each stops at its next turn at the latest
+    if stuck:
+        logging.getLogger("bench").warning("%d players did not stop within 30 s", len(stuck))
     results.send({a: (p.failures, sorted({how for how, _ in p.sent})) for a, p in everyone.items()})
 
 
@@ -321,7 +335,11 @@ class Players:
     async def stop(self) -> dict:
         self.pusher.cancel()
         self.tables.put(("stop",))
-        found = await asyncio.to_thread(self.results.recv)
+        if not await asyncio.to_thread(self.results.poll, 90):  # never waits for ever
+            logging.getLogger("bench").error("the players' process did not report: stopped without its counts")
+            self.kill()
+            return {}
+        found = self.results.recv()
         self.process.join(15)
         return found
 
@@ -337,8 +355,8 @@ class Taps:
 
     def __init__(self) -> None:
         self.sends: list[tuple[float, str]] = []  # (when, mailbox)
-        self.send_time: list[float] = []  # how long each SmtpSender.send took (its lock included)
-        self.transaction_time: list[float] = []  # how long the SMTP transaction took (inside the lock)
+        self.send_time: list[float] = []  # how long each SmtpSender.send took (waiting for a connection included)
+        self.transaction_time: list[float] = []  # how long the SMTP transaction took (on its connection)
         self.fetched: dict[str, float] = {}  # Message-ID -> when the gateway got it from the watcher
         self.read_time: list[float] = []  # how long the gateway took over each mail (inbound.on_mail)
 
@@ -536,7 +554,7 @@ async def play(servers: MailServers, args, games: list, seed: int, deadline: flo
         elapsed = time.monotonic() - start
         cpu_players = cpu(players.process.pid) - cpu_before[2]
         found = await players.stop()
-        await narrator.gateway.outbox.idle(60)
+        await drain(narrator)
         drained = time.monotonic() - start
         cpus = (cpu(os.getpid(), tree=False) - cpu_before[0], cpu(servers.process.pid) - cpu_before[1], cpu_players)
         out = {"elapsed": elapsed, "drained": drained, "over": over, "players": found, "taps": taps,
@@ -558,6 +576,19 @@ async def play(servers: MailServers, args, games: list, seed: int, deadline: flo
     finally:
         players.kill()
         await stop_narrator(narrator, pg)
+
+
+async def drain(narrator: Narrator, timeout: float = 600.0) -> None:
+    """Let the narrator send what it still has: first the events still on the bus (the gateway may be
+    far behind the engine: what they bring is not in the outbox yet), then the outbox. Bounded, and
+    said rather than raised: the figures are printed either way ("still pending" counts what is left)."""
+    try:
+        async with asyncio.timeout(timeout):
+            await narrator.bus.idle()
+            await narrator.gateway.outbox.idle(timeout)
+    except TimeoutError:
+        logging.getLogger("bench").error("the narrator had not sent everything %g s after the players stopped",
+                                         timeout)
 
 
 def report_reactions(run: dict, floor: list[float], linger: float, label: str = "") -> None:
@@ -631,7 +662,7 @@ async def many_games(args, floor: list[float]) -> None:
     taps = run["taps"]
     print(f"  gateway: {sent} mails handed to SMTP = {sent / elapsed:.1f} mails/s, {len(taps.fetched)} mails read "
           f"= {len(taps.fetched) / elapsed:.1f}/s")
-    print(f"  one SMTP send, waiting for the shared connection included: {ms(taps.send_time)}")
+    print(f"  one SMTP send, waiting for a free connection included:    {ms(taps.send_time)}")
     print(f"  one SMTP transaction on it (MAIL .. DATA, LMTP delivery):  {ms(taps.transaction_time)}")
     print(f"  the gateway over one mail read (inbound.on_mail):          {ms(taps.read_time)}")
     print(f"  mails received per player: {spread(received)}")

@@ -40,6 +40,8 @@ class Settings(BaseSettings):
     smtp_security: str = Field("starttls", description="none, starttls or tls")
     smtp_user: str | None = Field(None, description="the SMTP login; empty: none")
     smtp_password: str | None = Field(None, description="its password")
+    smtp_connections: int = Field(4, description="connections the narrator sends over side by side (mail to "
+                                  "different players); 1: one mail at a time")
     imap_host: str | None = Field(None, description="the mailbox the narrator reads (required)")
     imap_port: int = Field(993, description="its port")
     imap_security: str = Field("tls", description="none, starttls or tls")
@@ -102,7 +104,7 @@ class Settings(BaseSettings):
             raise ValueError("must be 0 (off) or more")
         return value
 
-    @field_validator("delivery_limit")
+    @field_validator("delivery_limit", "smtp_connections")
     @classmethod
     def _at_least_one(cls, value: int) -> int:
         if value < 1:

@@ -64,11 +64,13 @@ class EmailGateway:
 
     async def start(self) -> None:
         """Load the games, subscribe to the events (before the engine publishes), and send what the
-        outbox kept from before a restart."""
+        outbox kept from before a restart. Each game's events are handled one at a time, in order;
+        different games' side by side (``by_game``), their commits grouped by the outbox's staging."""
         await self.book.load()
         for game in self.book.values():  # names: the newest game's last
             self.roster.people.update(game.table.seats.people)
-        await self.bus.subscribe_events(self.channel.name, f"{self.channel.name}.#", self.pipeline.on_event)
+        await self.bus.subscribe_events(self.channel.name, f"{self.channel.name}.#", self.pipeline.on_event,
+                                      by_game=True)
         await self.outbox.start()
 
     async def close(self) -> None:

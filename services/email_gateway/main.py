@@ -68,8 +68,7 @@ class WatchedSmtp(SmtpSender):
         self.problem = None
 
     async def probe(self) -> None:
-        async with self._lock:
-            await self._connected()
+        await super().probe()
         self.problem = None
 
 
@@ -80,7 +79,8 @@ class EmailRunner:
         self.bus = bus
         self.engine = make_engine(s.database_url, concurrency=WINDOW)  # each mail in flight may hold a connection
         identity = Identity(s.email_address, s.email_name)
-        self.smtp = WatchedSmtp(s.smtp_host, s.smtp_port, s.smtp_security, s.smtp_user, s.smtp_password)
+        self.smtp = WatchedSmtp(s.smtp_host, s.smtp_port, s.smtp_security, s.smtp_user, s.smtp_password,
+                                connections=s.smtp_connections)
         self.gateway = EmailGateway(bus, self.engine, identity=identity, tokens=Tokens(s.email_secret),
                                     smtp=self.smtp, default_time_zone=s.email_time_zone, linger=s.email_linger,
                                     throttle=throttle_from_settings(s, quiet_at_least=3600))

@@ -1,9 +1,11 @@
-"""Sending mail over SMTP: one kept-open connection, shared by every send under a lock.
+"""Sending mail over SMTP: a few kept-open connections (``connections``, ``SMTP_CONNECTIONS``),
+each serving one send at a time.
 
-A send is the whole SMTP transaction of one message on that connection, so concurrent sends
-wait for each other (mail to players goes out one at a time; the outbox keeps order per player).
-A connection the server closed while idle is replaced: a send on a reused connection that finds
-it gone (disconnected, or ``421`` closing) is tried once more on a fresh one.
+A send is the whole SMTP transaction of one message on one connection; concurrent sends take
+the free connections (one already open first, so a light load keeps to one) and wait for one
+when all are busy (the outbox keeps order per player: a player's next mail waits for the one
+before). A connection the server closed while idle is replaced: a send on a reused connection
+that finds it gone (disconnected, or ``421`` closing) is tried once more on a fresh one.
 
 A ``5xx`` answer to MAIL FROM, RCPT TO or DATA is a :class:`PermanentFailure` (no retry will
 help), as is a message whose addresses cannot be sent at all; anything else (refused connection,
@@ -14,6 +16,7 @@ the message) propagates as it is, for the outbox to try again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from email.message import EmailMessage
 from typing import Literal
@@ -50,17 +53,44 @@ def server_down(error: BaseException) -> bool:
     return isinstance(error, (OSError, asyncio.TimeoutError))
 
 
+class _Line:
+    """One connection of the sender's (None until opened, and after it was dropped)."""
+
+    __slots__ = ("client",)
+
+    def __init__(self) -> None:
+        self.client: aiosmtplib.SMTP | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.client is not None and self.client.is_connected
+
+
 class SmtpSender:
     def __init__(self, host: str, port: int, security: Security = "starttls",
                  user: str | None = None, password: str | None = None, timeout: float = 30.0,
-                 validate_certs: bool = True) -> None:
+                 validate_certs: bool = True, connections: int = 1) -> None:
         if security not in ("none", "starttls", "tls"):
             raise ValueError(f"unknown SMTP security {security!r}: none, starttls or tls")
+        if connections < 1:
+            raise ValueError("at least one SMTP connection")
         self.host, self.port, self.security = host, port, security
         self.user, self.password = user, password
         self.timeout, self.validate_certs = timeout, validate_certs
-        self._client: aiosmtplib.SMTP | None = None
-        self._lock = asyncio.Lock()
+        self.connections = connections
+        self._free = [_Line() for _ in range(connections)]  # the connections no send holds
+        self._turns = asyncio.Semaphore(connections)  # a send holds one connection
+
+    @contextlib.asynccontextmanager
+    async def _line(self):
+        """A free connection for one send: an open one if there is (the latest freed), else a new one."""
+        async with self._turns:
+            opened = [i for i, line in enumerate(self._free) if line.open]
+            line = self._free.pop(opened[-1] if opened else -1)
+            try:
+                yield line
+            finally:
+                self._free.append(line)
 
     async def send(self, message: EmailMessage, *, sender: str | None = None,
                    recipients: list[str] | None = None) -> None:
@@ -68,22 +98,22 @@ class SmtpSender:
         PermanentFailure on a 5xx answer (to MAIL FROM, RCPT TO or DATA; the SMTP code and text in
         the message); any other error (connection refused, timeout, 4xx) propagates as is (the
         outbox retries it)."""
-        async with self._lock:
-            reused = self._client is not None and self._client.is_connected
+        async with self._line() as line:
+            reused = line.open
             try:
-                await self._transaction(message, sender, recipients)
+                await self._transaction(message, sender, recipients, line)
             except (ConnectionError, aiosmtplib.SMTPResponseException) as error:
                 closed = not isinstance(error, aiosmtplib.SMTPResponseException) or error.code == _CLOSING
                 if not (reused and closed):
                     raise
                 log.info("SMTP %s:%s closed the connection (%s); sending again on a new one",
                          self.host, self.port, error)
-                await self._drop()
-                await self._transaction(message, sender, recipients)
+                _drop(line)
+                await self._transaction(message, sender, recipients, line)
 
     async def _transaction(self, message: EmailMessage, sender: str | None,
-                           recipients: list[str] | None) -> None:
-        client = await self._connected()
+                           recipients: list[str] | None, line: _Line) -> None:
+        client = await self._connected(line)
         try:
             refused, _ = await client.send_message(message, sender=sender, recipients=recipients)
         except aiosmtplib.SMTPRecipientsRefused as error:
@@ -93,16 +123,16 @@ class SmtpSender:
                 raise PermanentFailure(first.code, f"{first.recipient}: {first.message}") from error
             raise
         except aiosmtplib.SMTPServerDisconnected:
-            await self._drop()
+            _drop(line)
             raise
         except aiosmtplib.SMTPResponseException as error:
             if error.code == _CLOSING:
-                await self._drop()
+                _drop(line)
             if _permanent(error.code) and error.code != _AUTH_REQUIRED:
                 raise PermanentFailure(error.code, error.message) from error
             raise
         except (aiosmtplib.SMTPTimeoutError, OSError):
-            await self._drop()  # the connection is in an unknown state: start afresh next time
+            _drop(line)  # the connection is in an unknown state: start afresh next time
             raise
         except ValueError as error:  # no From/To, or an address that cannot go on the wire
             raise PermanentFailure(None, str(error)) from error
@@ -110,10 +140,15 @@ class SmtpSender:
             log.warning("SMTP %s:%s refused some recipients: %s", self.host, self.port,
                         {address: (r.code, r.message) for address, r in refused.items()})
 
-    async def _connected(self) -> aiosmtplib.SMTP:
-        if self._client is not None and self._client.is_connected:
-            return self._client
-        await self._drop()
+    async def probe(self) -> None:
+        """Open a connection (and log in) now, if none is open: the server answers, or this raises."""
+        async with self._line() as line:
+            await self._connected(line)
+
+    async def _connected(self, line: _Line) -> aiosmtplib.SMTP:
+        if line.open:
+            return line.client
+        _drop(line)
         client = aiosmtplib.SMTP(
             hostname=self.host, port=self.port, timeout=self.timeout,
             use_tls=self.security == "tls", start_tls=self.security == "starttls",
@@ -126,21 +161,29 @@ class SmtpSender:
         except BaseException:
             client.close()
             raise
-        self._client = client
+        line.client = client
         return client
 
-    async def _drop(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            client.close()
-
     async def close(self) -> None:
-        """Say goodbye (QUIT) to the server and close the connection, if one is open."""
-        async with self._lock:
-            client, self._client = self._client, None
-            if client is None or not client.is_connected:
-                return
-            try:
-                await client.quit(timeout=min(self.timeout, 5.0))
-            except (aiosmtplib.SMTPException, OSError, asyncio.TimeoutError):
-                client.close()
+        """Once the sends under way are over: say goodbye (QUIT) to the server on each open
+        connection, and close it."""
+        for _ in range(self.connections):
+            await self._turns.acquire()
+        try:
+            for line in self._free:
+                client, line.client = line.client, None
+                if client is None or not client.is_connected:
+                    continue
+                try:
+                    await client.quit(timeout=min(self.timeout, 5.0))
+                except (aiosmtplib.SMTPException, OSError, asyncio.TimeoutError):
+                    client.close()
+        finally:
+            for _ in range(self.connections):
+                self._turns.release()
+
+
+def _drop(line: _Line) -> None:
+    client, line.client = line.client, None
+    if client is not None:
+        client.close()

@@ -24,6 +24,7 @@ from avalon.services.channels import channel_map
 from avalon.services.engine.service import EngineService
 from avalon.services.engine.store import Store
 from avalon.shared.bus import InProcessBus
+from avalon.shared.config import Settings
 from avalon.shared.db import make_engine
 
 SECRET = "a-test-secret-of-enough-length"
@@ -49,7 +50,8 @@ class Narrator:
         await self.engine.start()
 
     async def start_gateway(self) -> None:
-        smtp = SmtpSender("127.0.0.1", self.servers.smtp_port, "none", self.address, "secret")
+        smtp = SmtpSender("127.0.0.1", self.servers.smtp_port, "none", self.address, "secret",
+                          connections=Settings.model_fields["smtp_connections"].default)  # as avalon run
         self.database = make_engine(self.url, concurrency=WINDOW)  # the gateway's own, as EmailRunner's
         self.gateway = EmailGateway(self.bus, self.database, identity=Identity(self.address, "Avalon"),
                                     tokens=Tokens(SECRET), smtp=smtp, linger=self.linger, first_delay=0.2,

@@ -31,7 +31,7 @@ class RecordingBus:
     async def send_command(self, envelope) -> None:
         self.commands.append(envelope)
 
-    async def subscribe_events(self, *args) -> None:
+    async def subscribe_events(self, *args, **kwargs) -> None:
         return None
 
 

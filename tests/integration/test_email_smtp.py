@@ -36,6 +36,7 @@ class Server:
         self.data_answer: str | None = None
         self.drop_second_mail = False  # close a connection that starts a second mail
         self.quits = 0
+        self.held: dict[str, asyncio.Event] = {}  # RCPT address -> its DATA is answered once set
         self._mails_per_session: dict[int, int] = {}
 
     async def handle_EHLO(self, server, session, envelope, hostname, responses):
@@ -59,6 +60,9 @@ class Server:
         return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
+        for address in envelope.rcpt_tos:
+            if address in self.held:
+                await self.held[address].wait()
         if self.data_answer:
             return self.data_answer
         tls = server.transport.get_extra_info("ssl_object") is not None
@@ -143,6 +147,26 @@ async def test_several_mails_share_one_connection_and_concurrent_sends_all_arriv
     assert sorted(t[0] for _, t, _, _ in handler.received) == sorted(
         [PLAYER] + [f"p{i}@example.net" for i in range(8)])
     assert len(handler.sessions) == 1
+
+
+async def test_with_several_connections_a_mail_held_up_by_the_server_does_not_hold_up_the_others() -> None:
+    handler = Server()
+    slow = handler.held["slow@example.net"] = asyncio.Event()
+    async with smtp_server(handler) as port:
+        sender = SmtpSender("127.0.0.1", port, security="none", timeout=5, connections=3)
+        for i in range(3):  # one after another: one connection is enough
+            await sender.send(game_mail(to=f"early{i}@example.net"))
+        assert len(handler.sessions) == 1
+        held = asyncio.create_task(sender.send(game_mail(to="slow@example.net")))
+        await asyncio.gather(*(sender.send(game_mail(to=f"p{i}@example.net")) for i in range(8)))
+        assert not held.done() and "slow@example.net" not in [t[0] for _, t, _, _ in handler.received]
+        slow.set()
+        await held
+        await sender.close()
+    assert sorted(t[0] for _, t, _, _ in handler.received) == sorted(
+        [f"early{i}@example.net" for i in range(3)] + [f"p{i}@example.net" for i in range(8)] + ["slow@example.net"])
+    assert len(handler.sessions) == 3, "never more connections than asked for"
+    assert handler.quits == 3
 
 
 async def test_closing_says_goodbye_and_a_later_send_opens_a_new_connection(plain) -> None:
