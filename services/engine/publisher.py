@@ -134,7 +134,20 @@ class Publisher:
             self.gauge.change(-len(outgoing))
         self._published.extend(item.id for item in outgoing)
         if len(self._published) >= MARK_EVERY:
+            await self._mark_quietly()
+
+    async def _mark_quietly(self) -> None:
+        """Mark what was published, as upkeep: the commands are committed and their events out, so a
+        database that is away now costs nothing but the marks, which wait for the next flush (an event
+        left unmarked is at worst published again at a restart, and dropped there as a duplicate)."""
+        try:
             await self.flush_published()
+        except Exception as error:  # noqa: BLE001 - the ids are kept for the next flush
+            if database_down(error):
+                self.database.lost(error)
+            else:
+                log.warning("published events could not be marked yet; they are at the next flush", exc_info=True)
+            _ERROR_PUBLISH.inc()
 
     async def recover(self) -> None:
         """Publish what the outbox holds for games whose events the bus did not take, in order."""
