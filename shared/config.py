@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     smtp_password: str | None = Field(None, description="its password")
     smtp_connections: int = Field(4, description="connections the narrator sends over side by side (mail to "
                                   "different players); 1: one mail at a time")
+    email_synchronous_commit: bool = Field(True, description=(
+        "PostgreSQL only: whether the email gateway waits for the disk at each commit; false: it does not "
+        "(as SQLite does here), mail goes out much faster, and a crash of the PostgreSQL server itself may "
+        "lose its last fraction of a second of writes (mail then not sent); the engine always waits"))
     imap_host: str | None = Field(None, description="the mailbox the narrator reads (required)")
     imap_port: int = Field(993, description="its port")
     imap_security: str = Field("tls", description="none, starttls or tls")

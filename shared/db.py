@@ -59,10 +59,12 @@ POOL_BASE, POOL_BURST = 10, 10
 REST_BEFORE_PING = 1.0
 
 
-def make_engine(url: str, *, concurrency: int = 0) -> AsyncEngine:
+def make_engine(url: str, *, concurrency: int = 0, synchronous_commit: bool = True) -> AsyncEngine:
     """The engine of the database at ``url``. ``concurrency``: the service's tasks that each hold a
     connection at once beyond its base (the email gateway's mails in flight in the IMAP watcher): on
-    PostgreSQL the pool keeps that many more open."""
+    PostgreSQL the pool keeps that many more open. ``synchronous_commit`` False: on PostgreSQL a commit
+    returns before its WAL reaches the disk (a server crash may lose the last ~0.6 s of commits, never
+    their order or consistency), what SQLite's ``synchronous=NORMAL`` here risks on a power loss."""
     if url.startswith("sqlite"):
         engine = create_async_engine(url, connect_args={"timeout": 30})
 
@@ -77,7 +79,9 @@ def make_engine(url: str, *, concurrency: int = 0) -> AsyncEngine:
         return engine
     # a stalled server fails a connection attempt or a statement instead of hanging it for hours
     engine = create_async_engine(url, pool_size=POOL_BASE + concurrency, max_overflow=POOL_BURST,
-                                 connect_args={"timeout": 10, "command_timeout": 60})
+                                 connect_args={"timeout": 10, "command_timeout": 60,
+                                               **({} if synchronous_commit else
+                                                  {"server_settings": {"synchronous_commit": "off"}})})
     ping_rested(engine)
     return engine
 

@@ -77,7 +77,8 @@ class EmailRunner:
         s = self.settings = settings
         check_settings(s)
         self.bus = bus
-        self.engine = make_engine(s.database_url, concurrency=WINDOW)  # each mail in flight may hold a connection
+        # each mail in flight may hold a connection
+        self.engine = make_engine(s.database_url, concurrency=WINDOW, synchronous_commit=s.email_synchronous_commit)
         identity = Identity(s.email_address, s.email_name)
         self.smtp = WatchedSmtp(s.smtp_host, s.smtp_port, s.smtp_security, s.smtp_user, s.smtp_password,
                                 connections=s.smtp_connections)

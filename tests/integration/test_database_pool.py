@@ -57,3 +57,32 @@ async def test_the_pool_keeps_a_connection_for_each_task_of_the_services_concurr
     finally:
         await engine.dispose()
         await drop_pg_database(name)
+
+
+async def test_the_email_gateway_waits_for_the_disk_at_each_commit_unless_the_host_says_not_to(monkeypatch):
+    """EMAIL_SYNCHRONOUS_COMMIT reaches the email gateway's PostgreSQL connections, and only them: the
+    engine's store always waits for the disk."""
+    from avalon.services.email_gateway.main import EmailRunner
+    from avalon.services.engine.store import Store
+    from avalon.shared.config import Settings
+
+    url, name = await create_pg_database()
+    for key, value in {"EMAIL_ADDRESS": "narrator@example.org", "EMAIL_SECRET": "s" * 20, "SMTP_HOST": "127.0.0.1",
+                       "IMAP_HOST": "127.0.0.1", "IMAP_USER": "narrator", "IMAP_PASSWORD": "x"}.items():
+        monkeypatch.setenv(key, value)
+    engines = []
+    try:
+        for setting, expected in (("false", "off"), ("true", "on")):
+            monkeypatch.setenv("EMAIL_SYNCHRONOUS_COMMIT", setting)
+            runner = EmailRunner(Settings(database_url=url), bus=None)
+            engines.append(runner.engine)
+            async with runner.engine.connect() as conn:
+                assert (await conn.execute(text("SHOW synchronous_commit"))).scalar_one() == expected, setting
+        store = Store(url)
+        engines.append(store.engine)
+        async with store.engine.connect() as conn:
+            assert (await conn.execute(text("SHOW synchronous_commit"))).scalar_one() == "on"
+    finally:
+        for engine in engines:
+            await engine.dispose()
+        await drop_pg_database(name)
