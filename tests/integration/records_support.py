@@ -42,26 +42,35 @@ def envelopes(game_id: str, first_seq: int, events: list, at: datetime) -> list[
             for i, e in enumerate(events)]
 
 
+def game_requests(game_id: str, seed: int, people: list[str], *, table: str = "",
+                  at: datetime | None = None) -> list[dict]:
+    """A random game's commits, one per command, as the engine makes them (``Store.commit_many``)."""
+    at = at or BASE
+    seq, requests = 1, []
+    for index, (state, events) in enumerate(random_game(game_id, seed, people, table)):
+        batch = envelopes(game_id, seq, events, at)
+        request = dict(game_id=game_id, message_id=f"{game_id}#{index}", outcome="accepted",
+                       events=[(e, ("test",)) for e in batch], state=state, expected_version=seq - 1)
+        if index == 0:
+            request["new_game_seed"] = seed
+            request["expected_version"] = 0
+        seq += len(batch)
+        requests.append(request)
+    return requests
+
+
 async def commit_game(store: Store, game_id: str, seed: int, people: list[str], *, table: str = "",
                       at: datetime | None = None, per_command: bool = True) -> None:
     """One random game committed as the engine would: a commit per command (``per_command``), or the
     whole game in one commit (quicker, for a bench)."""
-    at = at or BASE
-    seq, version, requests = 1, 0, []
-    for index, (state, events) in enumerate(random_game(game_id, seed, people, table)):
-        batch = envelopes(game_id, seq, events, at)
-        request = dict(game_id=game_id, message_id=f"{game_id}#{index}", outcome="accepted",
-                       events=[(e, ("test",)) for e in batch], state=state, expected_version=version)
-        if index == 0:
-            request["new_game_seed"] = seed
-        seq += len(batch)
-        if per_command:
-            await store.commit_many([request])
-            version = seq - 1
-        else:
-            requests.append(request)
-    if requests:
+    requests = game_requests(game_id, seed, people, table=table, at=at)
+    if not per_command:
+        for request in requests[1:]:  # one batch: the game's row written once, from its first version
+            request["expected_version"] = 0
         await store.commit_many(requests)
+        return
+    for request in requests:
+        await store.commit_many([request])
 
 
 async def commit_games(store: Store, count: int, people: list[str], tables: list[str], *, seed: int = 0,
