@@ -15,10 +15,11 @@ from sqlalchemy import func, select
 from services.engine import record_queries as q
 from services.engine.records import SqlWriter, project, rebuild
 from services.engine.rows import FinishedGameRow, SeatRecordRow
+from services.engine.conflicts import Conflict, Duplicate
 from services.engine.store import Store
 from shared.game.codes import game_code
 
-from .records_support import commit_games, counters_of, recount
+from .records_support import commit_games, counters_of, game_requests, recount
 
 ROOT = Path(__file__).resolve().parents[2]
 PEOPLE = [f"tg:{i}" for i in range(1, 13)] + ["mail:ann@example.org", "mail:bob@example.org"]
@@ -78,6 +79,18 @@ async def test_an_end_that_comes_again_is_counted_once(store):
         assert await project(SqlWriter(conn), ends + ends[:2]) == 0
     assert await snapshot(store) == before
     await assert_equals_recount(store, ids)
+
+
+async def test_the_command_that_ended_a_game_delivered_again_changes_no_record(store):
+    requests = game_requests("again", 11, PEOPLE, table="tg-100")
+    for request in requests:
+        await store.commit_many([request])
+    before = await snapshot(store)
+    assert len(before[0]) == 1
+    with pytest.raises((Duplicate, Conflict)):  # the redelivered command is refused whole, its end with it
+        await store.commit_many([requests[-1]])
+    assert await snapshot(store) == before
+    await assert_equals_recount(store, ["again"])
 
 
 async def test_forgetting_removes_a_person_from_every_view_and_a_rebuild_keeps_them_out(store):
