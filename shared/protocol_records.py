@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared.game.model import Role, Team, WinCause
 
@@ -35,12 +35,20 @@ class ShowStats(_Body):
 
 
 class ShowLeaderboard(_Body):
-    """A table's players with at least ``min_games`` finished games there, most wins first: the engine
-    answers ``leaderboard_shown`` (who hid their stats is left out)."""
+    """A table's players (``table``), or a host's (``host``: the players of the games they hosted), with
+    at least ``min_games`` finished games there, most wins first: the engine answers
+    ``leaderboard_shown`` (who hid their stats is left out). One of ``table`` and ``host``."""
 
     type: Literal["show_leaderboard"] = "show_leaderboard"
-    table: str = Field(min_length=1, max_length=MAX_KEY)
+    table: str | None = Field(default=None, min_length=1, max_length=MAX_KEY)
+    host: str | None = Field(default=None, min_length=1, max_length=MAX_KEY)
     min_games: int = Field(default=3, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _one_board(self) -> "ShowLeaderboard":
+        if (self.table is None) == (self.host is None):
+            raise ValueError("show_leaderboard names a table or a host (one of them)")
+        return self
 
 
 class ShowHistory(_Body):
@@ -120,7 +128,8 @@ class Leader(_Body):
 
 class LeaderboardShown(_Body):
     type: Literal["leaderboard_shown"] = "leaderboard_shown"
-    table: str
+    table: str | None = None
+    host: str | None = None  # a host's leaderboard: the games they hosted
     min_games: int
     leaders: tuple[Leader, ...]
 

@@ -66,10 +66,11 @@ class RecordCommands:
 
     async def show_leaderboard(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
         c = env.command
-        leaders = await q.leaderboard(self.db, c.table, min_games=c.min_games)
-        body = LeaderboardShown(table=c.table, min_games=c.min_games,
+        leaders = await q.leaderboard(self.db, c.table, host=c.host, min_games=c.min_games)
+        body = LeaderboardShown(table=c.table, host=c.host, min_games=c.min_games,
                                 leaders=tuple(Leader(player=l.person, games=l.games, wins=l.wins) for l in leaders))
-        await self._answer(env, batch, "leaderboard", body, tuple(l.person for l in leaders))
+        named = ((c.host,) if c.host else ()) + tuple(l.person for l in leaders)
+        await self._answer(env, batch, "leaderboard", body, named)
 
     async def show_history(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
         c = env.command

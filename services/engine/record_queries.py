@@ -109,17 +109,19 @@ async def person_stats(engine: AsyncEngine, person: str) -> PersonStats:
     return out
 
 
-async def leaderboard(engine: AsyncEngine, table: str, *, min_games: int = MIN_GAMES,
-                      limit: int = LEADERS) -> list[Leader]:
-    """A table's players with at least ``min_games`` finished games there, most wins first (then fewer
-    games, then the id); who hid their stats is left out."""
+async def leaderboard(engine: AsyncEngine, table: str | None = None, *, host: str | None = None,
+                      min_games: int = MIN_GAMES, limit: int = LEADERS) -> list[Leader]:
+    """A table's players (or a host's: those of the games they hosted, at any table) with at least
+    ``min_games`` finished games there, most wins first (then fewer games, then the id); who hid their
+    stats is left out."""
+    where = SeatRecordRow.table_key == table if host is None else SeatRecordRow.host == host
     hidden = select(StatsPersonRow.person).where(StatsPersonRow.hidden.is_(True))
     wins = _wins().label("wins")
     games = func.count().label("games")
     async with engine.connect() as conn:
         rows = (await conn.execute(
             select(SeatRecordRow.person, games, wins)
-            .where(SeatRecordRow.table_key == table, SeatRecordRow.person.not_in(hidden))
+            .where(where, SeatRecordRow.person.not_in(hidden))
             .group_by(SeatRecordRow.person).having(func.count() >= min_games)
             .order_by(wins.desc(), games, SeatRecordRow.person).limit(limit))).all()
     return [Leader(person, games, int(wins or 0)) for person, games, wins in rows]

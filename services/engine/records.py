@@ -61,7 +61,7 @@ def game_rows(ended: EventEnvelope, created: Created | None,
         team = teams.get(person, role.team)
         seats.append(dict(game_id=ended.game_id, person=person[:KEY_LENGTH], seat=seat, role=role.value,
                           team=team.value, won=team is e.winner, size=size, cause=e.cause.value, table_key=table,
-                          ended_at=at))
+                          host=game["host"], ended_at=at))
     return game, seats
 
 
@@ -143,12 +143,13 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], 
 ON CONFLICT (game_id) DO NOTHING RETURNING game_id
 """
 _PG_SEATS = """
-INSERT INTO seat_records (game_id, person, seat, role, team, won, size, cause, table_key, ended_at)
+INSERT INTO seat_records (game_id, person, seat, role, team, won, size, cause, table_key, host, ended_at)
 SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::bool[], $7::int[],
-                     $8::text[], $9::text[], $10::timestamptz[])
+                     $8::text[], $9::text[], $10::text[], $11::timestamptz[])
 """
 _GAME_COLUMNS = ("game_id", "code", "table_key", "host", "size", "winner", "cause", "ended_at")
-_SEAT_COLUMNS = ("game_id", "person", "seat", "role", "team", "won", "size", "cause", "table_key", "ended_at")
+_SEAT_COLUMNS = ("game_id", "person", "seat", "role", "team", "won", "size", "cause", "table_key", "host",
+                 "ended_at")
 
 
 class PgWriter:

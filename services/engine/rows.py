@@ -111,7 +111,8 @@ class SeatRecordRow(SQLModel, table=True):
     queries group by)."""
 
     __tablename__ = "seat_records"
-    __table_args__ = (Index("ix_seat_records_table_person", "table_key", "person"),)
+    __table_args__ = (Index("ix_seat_records_table_person", "table_key", "person"),
+                      Index("ix_seat_records_host_person", "host", "person"))
 
     game_id: str = Field(primary_key=True, max_length=200)
     person: str = Field(primary_key=True, max_length=200, index=True)
@@ -122,6 +123,7 @@ class SeatRecordRow(SQLModel, table=True):
     size: int
     cause: str = Field(max_length=32)
     table_key: str = Field(max_length=200)
+    host: str = Field(max_length=200)
     ended_at: datetime = Field(sa_type=DateTime(timezone=True))
 
 

@@ -85,10 +85,11 @@ async def commit_games(store: Store, count: int, people: list[str], tables: list
 
 
 async def recount(store: Store, game_ids: list[str], forgotten: set[str] = frozenset()) -> dict:
-    """Every stat straight from the event log: person -> counters; table -> person -> [games, wins];
-    table -> the games' ids, the latest first."""
+    """Every stat straight from the event log: person -> counters; table (and host) -> person -> [games,
+    wins]; table -> the games' ids, the latest first."""
     people: dict[str, Counter] = defaultdict(Counter)
     boards: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    hosts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     games_of: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
     for game_id in game_ids:
         log = await store.event_log(game_id, include_internal=True)
@@ -118,11 +119,12 @@ async def recount(store: Store, game_ids: list[str], forgotten: set[str] = froze
             if role.value == "assassin" and shot:
                 c["assassin_shots"] += 1
                 c["assassin_hits"] += end.cause.value == "merlin_assassinated"
-            boards[table][person][0] += 1
-            boards[table][person][1] += won
+            for board in (boards[table], hosts[created.host]):
+                board[person][0] += 1
+                board[person][1] += won
     history = {t: [g for _, g in sorted(games, key=lambda x: (-x[0].timestamp(), x[1]))]
                for t, games in games_of.items()}
-    return {"people": people, "boards": boards, "history": history}
+    return {"people": people, "boards": boards, "hosts": hosts, "history": history}
 
 
 def counters_of(stats) -> Counter:

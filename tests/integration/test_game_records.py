@@ -46,12 +46,16 @@ async def assert_equals_recount(store: Store, ids: list[str], forgotten: set[str
     for person in PEOPLE:
         got = counters_of(await q.person_stats(store.engine, person))
         assert got == +expected["people"][person], person
+    for host, board in expected["hosts"].items():
+        leaders = await q.leaderboard(store.engine, host=host, min_games=1, limit=100)
+        assert {(l.person, l.games, l.wins) for l in leaders} == {(p, g, w) for p, (g, w) in board.items()}
     for table, board in expected["boards"].items():
         leaders = await q.leaderboard(store.engine, table, min_games=1, limit=100)
         assert {(l.person, l.games, l.wins) for l in leaders} == {(p, g, w) for p, (g, w) in board.items()}
         wins = [l.wins for l in leaders]
         assert wins == sorted(wins, reverse=True), "most wins first"
         past = await q.history(store.engine, table, count=5)
+        assert past, table
         assert [g.game_id for g in past] == expected["history"][table][:5]
         for game in past:
             assert game.code == game_code(game.game_id)

@@ -61,6 +61,9 @@ async def test_stats_leaderboard_and_history_of_games_played_through_the_engine(
     assert sorted(l.player for l in board.event.leaders) == player_ids(5)
     assert set(board.people) >= set(player_ids(5)), "the people it names come with it"
     assert await q.leaderboard(h.store.engine, TABLE, min_games=3) == []
+    hosted = await ask(h, p1, {"type": "show_leaderboard", "host": p1, "min_games": 1})
+    assert hosted.event.host == p1 and sorted(l.player for l in hosted.event.leaders) == player_ids(5)
+    assert all(l.games == 1 for l in hosted.event.leaders), "p1 hosted one of the two games"
     history = await ask(h, p1, {"type": "show_history", "table": TABLE, "count": 5})
     assert [g.code for g in history.event.games] == [game_code("r2"), game_code("r1")]
     for game, game_id in zip(history.event.games, ("r2", "r1")):
@@ -96,6 +99,8 @@ async def test_an_unknown_person_and_hidden_stats_are_refused_and_forgetting_emp
 
 
 @pytest.mark.parametrize("bad", [{"type": "show_leaderboard", "table": ""},
+                                 {"type": "show_leaderboard"},
+                                 {"type": "show_leaderboard", "table": TABLE, "host": "test:p1"},
                                  {"type": "show_history", "table": TABLE, "count": 0},
                                  {"type": "show_stats", "player": ""}])
 def test_malformed_record_commands_are_refused_by_the_schema(bad):

@@ -118,6 +118,7 @@ def record_envelopes(private) -> list[EventEnvelope]:
               LeaderboardShown(table="tg-1", min_games=3, leaders=(Leader(player="p1", games=9, wins=6),
                                                                    Leader(player="p3", games=4, wins=1))),
               LeaderboardShown(table="tg-1", min_games=3, leaders=()),
+              LeaderboardShown(host="p2", min_games=5, leaders=(Leader(player="p2", games=7, wins=3),)),
               HistoryShown(table="tg-1", games=(past,)), HistoryShown(table="tg-1", games=()),
               StatsHidden(player="p1", hidden=True), StatsHidden(player="p1", hidden=False),
               RecordsForgotten(player="p1", games=4)]

@@ -41,10 +41,12 @@ def upgrade() -> None:
         sa.Column("size", sa.Integer(), nullable=False),
         sa.Column("cause", sa.String(32), nullable=False),
         sa.Column("table_key", sa.String(200), nullable=False),
+        sa.Column("host", sa.String(200), nullable=False),
         sa.Column("ended_at", sa.DateTime(timezone=True), nullable=False),
     )
     op.create_index("ix_seat_records_person", "seat_records", ["person"])
     op.create_index("ix_seat_records_table_person", "seat_records", ["table_key", "person"])
+    op.create_index("ix_seat_records_host_person", "seat_records", ["host", "person"])
     op.create_table(
         "stats_people",
         sa.Column("person", sa.String(200), primary_key=True),
@@ -56,6 +58,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("stats_people")
+    op.drop_index("ix_seat_records_host_person", table_name="seat_records")
     op.drop_index("ix_seat_records_table_person", table_name="seat_records")
     op.drop_index("ix_seat_records_person", table_name="seat_records")
     op.drop_table("seat_records")
