@@ -5,6 +5,7 @@ person from every view."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
@@ -13,6 +14,7 @@ from shared.game.codes import game_code
 from shared.protocol import CommandEnvelope, from_core_command
 from services.engine import record_queries as q
 from services.engine.rules import CreateGame, Join, Options, StartGame
+from services.engine.simulate import random_command
 
 from .engine_support import play_to_the_end, player_ids
 from .test_engine_service import Harness
@@ -108,3 +110,28 @@ def test_malformed_record_commands_are_refused_by_the_schema(bad):
 
     with pytest.raises(ValidationError):
         CommandEnvelope(game_id="x", actor="test:p1", command=bad)
+
+
+async def test_a_game_finished_after_an_engine_restart_is_recorded_once(db_url):
+    first = await Harness(db_url).start()
+    ids = player_ids(6)
+    commands = [CreateGame(actor=ids[0], game_id="rr", seed=0, options=Options(), table=TABLE)]
+    commands += [Join(actor=p) for p in ids[1:]] + [StartGame(actor=ids[0])]
+    for command in commands:
+        await first.send_and_wait(from_core_command(command, "rr"))
+    rng = random.Random(5)
+    for _ in range(8):  # a few moves of the first round
+        loaded = await first.store.load("rr")
+        await first.send_and_wait(from_core_command(random_command(loaded.state, rng), "rr"))
+    assert not (await first.store.load("rr")).state.over
+    await first.close()  # the engine stops mid-game
+    second = await Harness(db_url).start()
+    try:
+        await play_to_the_end(second.send, second.store, "rr", seed=5)
+        end = (await second.store.event_log("rr"))[-1].event
+        past = await q.history(second.store.engine, TABLE)
+        assert [g.game_id for g in past] == ["rr"] and past[0].roles == tuple((p, r.value) for p, r in end.roles)
+        for person, _ in end.roles:
+            assert (await q.person_stats(second.store.engine, person)).games == 1
+    finally:
+        await second.close()
