@@ -15,10 +15,10 @@ that moment (and a rebuild leaves them out too); games ending later count again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Iterable, Protocol
+from datetime import datetime, timezone
+from typing import Protocol
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shared.game.codes import game_code
@@ -176,8 +176,11 @@ class PgWriter:
 async def rebuild(engine: AsyncEngine, *, batch: int = 500) -> int:
     """The record made again from the event log alone, in one transaction; returns the games recorded.
     Who asked to be hidden or forgotten stays so (``stats_people`` is what people asked, not a
-    projection)."""
+    projection). The engine may run meanwhile: a game that ends during the rebuild is recorded once it
+    is done (PostgreSQL: its commit waits for the rebuild's lock; SQLite: for its write)."""
     async with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":  # a game ending meanwhile waits, then is recorded after
+            await conn.execute(text("LOCK TABLE finished_games, seat_records IN SHARE ROW EXCLUSIVE MODE"))
         await conn.execute(delete(SeatRecordRow))
         await conn.execute(delete(FinishedGameRow))
         writer = SqlWriter(conn)
@@ -194,17 +197,10 @@ async def rebuild(engine: AsyncEngine, *, batch: int = 500) -> int:
     return count
 
 
-def ended_in(events: Iterable[tuple[EventEnvelope, object]]) -> list[EventEnvelope]:
-    """The ``game_ended`` events among a batch's."""
-    return [envelope for envelope, _ in events if envelope.event.type == "game_ended"]
-
-
 def _chunks(items: list[str], size: int = 500):
     for start in range(0, len(items), size):
         yield items[start:start + size]
 
 
 def _aware(moment: datetime) -> datetime:
-    from datetime import timezone
-
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)

@@ -152,3 +152,15 @@ async def test_avalon_stats_rebuild_and_export_by_code(store):
     unknown = subprocess.run([sys.executable, "-m", "services.cli", "export", "ZZZZ-ZZZZ"], cwd=ROOT, env=env,
                              capture_output=True, text=True)
     assert unknown.returncode == 2 and "no game" in unknown.stderr
+
+
+def test_avalon_stats_rebuild_without_a_database_says_so_in_one_line_and_creates_none(tmp_path):
+    path = tmp_path / "none.db"
+    env = {**os.environ, "DATABASE_URL": f"sqlite+aiosqlite:///{path}"}
+    done = subprocess.run([sys.executable, "-m", "services.cli", "stats", "rebuild"], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "no database at" in done.stderr
+    assert not path.exists()
+    wrong = subprocess.run([sys.executable, "-m", "services.cli", "stats", "erase"], cwd=ROOT, env=env,
+                           capture_output=True, text=True)
+    assert wrong.returncode == 2 and "invalid choice" in wrong.stderr
