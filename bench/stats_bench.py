@@ -25,6 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from sqlalchemy import text  # noqa: E402
+
 from services.engine import record_queries as q  # noqa: E402
 from services.engine.records import rebuild  # noqa: E402
 from services.engine.store import Store  # noqa: E402
@@ -82,6 +84,10 @@ async def run(url: str, games: int, queries: int) -> None:
         started = time.perf_counter()
         count = await rebuild(store.engine)
         print(f"  avalon stats rebuild: {count} games in {time.perf_counter() - started:.1f} s")
+        if url.startswith("postgresql"):  # what autovacuum does after a while: the planner's statistics
+            async with store.engine.connect() as conn:
+                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                await conn.execute(text("VACUUM ANALYZE seat_records, finished_games, stats_people"))
         db = store.engine
         await q.person_stats(db, PEOPLE[0])  # the pool's connections opened
         people = iter(rng.choices(PEOPLE, k=queries * 2))

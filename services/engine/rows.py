@@ -111,11 +111,12 @@ class SeatRecordRow(SQLModel, table=True):
     queries group by)."""
 
     __tablename__ = "seat_records"
-    __table_args__ = (Index("ix_seat_records_table_person", "table_key", "person"),
-                      Index("ix_seat_records_host_person", "host", "person"))
+    __table_args__ = (Index("ix_seat_records_person", "person", "role", "team", "size", "cause", "won"),
+                      Index("ix_seat_records_table_person", "table_key", "person", "won"),
+                      Index("ix_seat_records_host_person", "host", "person", "won"))
 
     game_id: str = Field(primary_key=True, max_length=200)
-    person: str = Field(primary_key=True, max_length=200, index=True)
+    person: str = Field(primary_key=True, max_length=200)
     seat: int
     role: str = Field(max_length=16)
     team: str = Field(max_length=8)

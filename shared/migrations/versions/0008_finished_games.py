@@ -44,9 +44,10 @@ def upgrade() -> None:
         sa.Column("host", sa.String(200), nullable=False),
         sa.Column("ended_at", sa.DateTime(timezone=True), nullable=False),
     )
-    op.create_index("ix_seat_records_person", "seat_records", ["person"])
-    op.create_index("ix_seat_records_table_person", "seat_records", ["table_key", "person"])
-    op.create_index("ix_seat_records_host_person", "seat_records", ["host", "person"])
+    # covering: a person's stats and a leaderboard are read from the index alone
+    op.create_index("ix_seat_records_person", "seat_records", ["person", "role", "team", "size", "cause", "won"])
+    op.create_index("ix_seat_records_table_person", "seat_records", ["table_key", "person", "won"])
+    op.create_index("ix_seat_records_host_person", "seat_records", ["host", "person", "won"])
     op.create_table(
         "stats_people",
         sa.Column("person", sa.String(200), primary_key=True),
