@@ -56,10 +56,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.email_gateway.imap import MailboxWatcher, MemoryStateStore
-from services.email_gateway.smtp import SmtpSender
-from services.email_gateway.wording import Intent, link_body, parse
-from shared import ops
+from avalon.services.email_gateway.imap import MailboxWatcher, MemoryStateStore
+from avalon.services.email_gateway.smtp import SmtpSender
+from avalon.services.email_gateway.wording import Intent, link_body, parse
+from avalon.shared import ops
 from tests.e2e.email_support import MailPlayer, Narrator, links_of
 from tests.integration.engine_support import create_pg_database, drop_pg_database
 from tests.mailservers import (

@@ -46,9 +46,9 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from shared.bus.rabbit import COMMAND_ROUTING_KEY, RabbitBus  # noqa: E402
-from shared.protocol import CommandEnvelope  # noqa: E402
-from shared.runtime import settle_gc  # noqa: E402
+from avalon.shared.bus.rabbit import COMMAND_ROUTING_KEY, RabbitBus  # noqa: E402
+from avalon.shared.protocol import CommandEnvelope  # noqa: E402
+from avalon.shared.runtime import settle_gc  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 AMQP = os.environ.get("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
@@ -350,7 +350,7 @@ async def main() -> None:
            "BUS_PREFIX": prefix, "LOG_LEVEL": "WARNING"}
     log = Path(f"/tmp/{prefix}.log")
     profile = ["-m", "cProfile", "-o", os.environ["BENCH_ENGINE_PROFILE"]] if os.environ.get("BENCH_ENGINE_PROFILE") else []
-    engine = subprocess.Popen([sys.executable, *profile, "-m", "services.cli", "engine"], cwd=ROOT, env=env,
+    engine = subprocess.Popen([sys.executable, *profile, "-m", "avalon.services.cli", "engine"], cwd=ROOT, env=env,
                               stdout=log.open("w"), stderr=subprocess.STDOUT)
     bus = RabbitBus(AMQP, prefix=prefix)
     players = None
@@ -369,7 +369,7 @@ async def main() -> None:
         settle_gc()  # the same collector settings as the engine's (shared/runtime.py)
         await asyncio.sleep(2)  # the engine connects and migrates
 
-        processes = {"engine": "services.cli engine", "broker": "beam.smp", "client": "bench/engine_bench.py",
+        processes = {"engine": "avalon.services.cli engine", "broker": "beam.smp", "client": "bench/engine_bench.py",
                      "postgres": "postgres"}
 
         async def run(tag: str, rate: float | None) -> tuple[int, float]:

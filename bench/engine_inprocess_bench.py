@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.channels import channel_map  # noqa: E402
-from services.engine.service import EngineService  # noqa: E402
-from services.engine.simulate import random_command  # noqa: E402
-from services.engine.store import Store  # noqa: E402
-from shared.bus import InProcessBus  # noqa: E402
-from shared.protocol import from_core_command  # noqa: E402
+from avalon.services.channels import channel_map  # noqa: E402
+from avalon.services.engine.service import EngineService  # noqa: E402
+from avalon.services.engine.simulate import random_command  # noqa: E402
+from avalon.services.engine.store import Store  # noqa: E402
+from avalon.shared.bus import InProcessBus  # noqa: E402
+from avalon.shared.protocol import from_core_command  # noqa: E402
 from tests.integration.engine_support import create_pg_database, drop_pg_database, lobby_commands  # noqa: E402
 
 

@@ -11,7 +11,7 @@ from email.policy import default
 
 import aiohttp
 
-from services.email_gateway.imap import MailboxWatcher, MemoryStateStore
+from avalon.services.email_gateway.imap import MailboxWatcher, MemoryStateStore
 from tests.mailservers import MailUser
 
 

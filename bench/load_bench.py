@@ -57,7 +57,7 @@ from load_services import (  # noqa: E402
     total,
 )
 from load_telegram import telegram_world_process  # noqa: E402
-from shared.bus.rabbit import RabbitBus  # noqa: E402
+from avalon.shared.bus.rabbit import RabbitBus  # noqa: E402
 from tests.mailservers.dovecot import dovecot_available  # noqa: E402
 
 SPAWN = multiprocessing.get_context("spawn")

@@ -37,8 +37,8 @@ from email.policy import default
 from pathlib import Path
 
 from load_services import answer  # bench/ is on the path: load_bench.py's own directory
-from services.email_gateway import lexicon
-from services.email_gateway.wording import link_body
+from avalon.services.email_gateway import lexicon
+from avalon.services.email_gateway.wording import link_body
 from tests.e2e.email_support import links_of, read_link
 from tests.e2e.mixed_support import mail_text
 from tests.mailservers import MailUser, mailbox_of

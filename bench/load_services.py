@@ -31,7 +31,7 @@ out, sys.argv = sys.argv[1], ["avalon", *sys.argv[2:]]
 profile = cProfile.Profile(time.process_time)
 profile.enable()
 try:
-    runpy.run_module("services.cli", run_name="__main__")
+    runpy.run_module("avalon.services.cli", run_name="__main__")
 except SystemExit:
     pass
 finally:

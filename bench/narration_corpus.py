@@ -27,12 +27,12 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.engine.rules import Lancelot, MissedRule, Options, view  # noqa: E402
-from services.engine.simulate import random_game  # noqa: E402
-from shared.game.model import Phase  # noqa: E402
-from shared.game.options import Conference, LadyTiming, Preset  # noqa: E402
-from shared.protocol import INTERNAL_EVENTS, EventEnvelope, audience_model, event_body  # noqa: E402
-from shared.narration import render as narration  # noqa: E402
+from avalon.services.engine.rules import Lancelot, MissedRule, Options, view  # noqa: E402
+from avalon.services.engine.simulate import random_game  # noqa: E402
+from avalon.shared.game.model import Phase  # noqa: E402
+from avalon.shared.game.options import Conference, LadyTiming, Preset  # noqa: E402
+from avalon.shared.protocol import INTERNAL_EVENTS, EventEnvelope, audience_model, event_body  # noqa: E402
+from avalon.shared.narration import render as narration  # noqa: E402
 
 LOCALES = ("en", "fa", "ru", "vi", "nl", "fr")
 CHANNELS = ("telegram", "email")
@@ -202,7 +202,7 @@ EMAIL_PARAMS = [
 
 
 def ui_renderings() -> Iterator[tuple[str, str]]:
-    from services.email_gateway.words import email_words
+    from avalon.services.email_gateway.words import email_words
 
     for locale in LOCALES:
         for key in TELEGRAM_KEYS:
@@ -242,7 +242,7 @@ def template_renderings() -> Iterator[tuple[str, str]]:
         replace(Options.preset_defaults("online"), excalibur=True, lancelot=Lancelot.V3,
                 roles=tuple(r for r in Options().roles or ()) or None),
     ]
-    from shared.game.model import Role
+    from avalon.shared.game.model import Role
 
     option_sets.append(replace(Options(), roles=(Role.PERCIVAL, Role.MORGANA, Role.OBERON)))
     for locale in LOCALES:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.engine.rules import Lancelot, Options, apply, new_game  # noqa: E402
-from services.engine.simulate import random_game  # noqa: E402
+from avalon.services.engine.rules import Lancelot, Options, apply, new_game  # noqa: E402
+from avalon.services.engine.simulate import random_game  # noqa: E402
 
 EVERY_OPTION = replace(
     Options(),

@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import text  # noqa: E402
 
-from services.engine import record_queries as q  # noqa: E402
-from services.engine.records import rebuild  # noqa: E402
-from services.engine.store import Store  # noqa: E402
+from avalon.services.engine import record_queries as q  # noqa: E402
+from avalon.services.engine.records import rebuild  # noqa: E402
+from avalon.services.engine.store import Store  # noqa: E402
 from tests.integration.engine_support import create_pg_database, drop_pg_database  # noqa: E402
 from tests.integration.records_support import BASE, game_requests  # noqa: E402
 

@@ -20,10 +20,10 @@ import logging
 import re
 import signal
 
-from services.channels import CHANNELS, channel_map, spec
-from shared.config import Settings
-from shared.ops import readiness, serve_ops
-from shared.runtime import BadSetting, StartupError, one_line, retry, settle_gc, stop_on_signal
+from avalon.services.channels import CHANNELS, channel_map, spec
+from avalon.shared.config import Settings
+from avalon.shared.ops import readiness, serve_ops
+from avalon.shared.runtime import BadSetting, StartupError, one_line, retry, settle_gc, stop_on_signal
 
 log = logging.getLogger("avalon")
 
@@ -34,7 +34,7 @@ def open_store(url: str):
     """The engine's store, or a ``StartupError`` naming the setting when the URL is unusable."""
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-    from services.engine.store import Store
+    from avalon.services.engine.store import Store
 
     try:
         return Store(url)
@@ -81,7 +81,7 @@ def unknown_revision(revision: str) -> str:
 
 async def start_bus(settings: Settings, embedded: bool):
     if embedded:
-        from shared.bus import InProcessBus
+        from avalon.shared.bus import InProcessBus
 
         store = open_store(settings.database_url)  # the bus's inbox is in the engine's database: its schema first
         try:
@@ -95,7 +95,7 @@ async def start_bus(settings: Settings, embedded: bool):
         return bus
     import aiormq.exceptions
 
-    from shared.bus.rabbit import RabbitBus
+    from avalon.shared.bus.rabbit import RabbitBus
 
     try:
         bus = RabbitBus(settings.amqp_url, prefix=settings.bus_prefix, delivery_limit=settings.delivery_limit)
@@ -198,7 +198,7 @@ class App:
         except ValueError as error:
             raise BadSetting([f"OPS_LISTEN: {error}"]) from None
         except OSError as error:  # the port is taken: the narrator still runs, without its endpoints
-            from shared.ops import OpsServer
+            from avalon.shared.ops import OpsServer
 
             log.warning("ops endpoints not served on %s: %s", self.settings.ops_listen, one_line(error))
             return OpsServer()
@@ -217,8 +217,8 @@ class App:
             self._say_channels()
 
     async def _start_engine(self, stack, bus) -> None:
-        from services.engine.deadlines import DeadlineScheduler
-        from services.engine.service import EngineService
+        from avalon.services.engine.deadlines import DeadlineScheduler
+        from avalon.services.engine.service import EngineService
 
         url = self.settings.database_url
         store = open_store(url)

@@ -34,7 +34,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.runtime import BadSetting, StartupError, configure_logging, one_line, retry
+from avalon.shared.runtime import BadSetting, StartupError, configure_logging, one_line, retry
 
 log = logging.getLogger("avalon.broker_users")
 
@@ -59,7 +59,7 @@ class Grant:
 
 def gateways() -> tuple[str, ...]:
     """Every channel a gateway serves (each gets a user): the composition root's list."""
-    from services.channels import CHANNELS
+    from avalon.services.channels import CHANNELS
 
     return tuple(channel.name for channel in CHANNELS)
 
@@ -82,7 +82,7 @@ def _only(*names: str) -> str:
 
 def grants(prefix: str) -> dict[str, Grant]:
     """Every service's grant under ``prefix``, from the bus's naming."""
-    from shared.bus.rabbit import RabbitBus
+    from avalon.shared.bus.rabbit import RabbitBus
 
     bus = RabbitBus("amqp://names.only/", prefix=prefix)  # never started: its names only
     names = bus.topology
@@ -206,7 +206,7 @@ def _names(text: str | None) -> set[str]:
 def compose_check(extra: BrokerUserSettings) -> tuple[list[str], list[str]]:
     """Under compose, before any user is made: what stops the stack (a channel's profile on without its
     password or its setting) and what a host should know (a channel configured whose profile is off)."""
-    from services.channels import CHANNELS
+    from avalon.services.channels import CHANNELS
 
     if extra.compose_profiles is None:  # not run by compose: nothing to compare
         return [], []
@@ -284,7 +284,7 @@ async def declare_topology(amqp_url: str, prefix: str, delivery_limit: int) -> N
     """The engine's exchanges and queues, as the admin: a gateway's user may then start first."""
     import aiormq.exceptions
 
-    from shared.bus.rabbit import RabbitBus
+    from avalon.shared.bus.rabbit import RabbitBus
 
     bus = RabbitBus(amqp_url, prefix=prefix, delivery_limit=delivery_limit)
 
@@ -302,7 +302,7 @@ async def declare_topology(amqp_url: str, prefix: str, delivery_limit: int) -> N
 
 
 def run(args: argparse.Namespace) -> int:
-    from services import settings_check
+    from avalon.services import settings_check
 
     settings, extra = settings_check.load("broker-users"), BrokerUserSettings()
     configure_logging(settings.log_level)

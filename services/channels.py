@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from shared.channels import ChannelMap
+from avalon.shared.channels import ChannelMap
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class ChannelSpec:
 
     def check_settings(self, settings) -> None:
         """A ``BadSetting`` naming every problem of its settings, if any."""
-        from shared.runtime import BadSetting
+        from avalon.shared.runtime import BadSetting
 
         if problems := self.problems(settings):
             raise BadSetting(problems)
@@ -47,12 +47,12 @@ class ChannelSpec:
 CHANNELS = (
     ChannelSpec("telegram", "tg", "Telegram", "telegram_bot_token",
                 "set TELEGRAM_BOT_TOKEN (a bot made with @BotFather) to play in Telegram groups",
-                "services.telegram_gateway.main:TelegramRunner", settings=("telegram_", "throttle_"),
-                check="services.telegram_gateway.checks:problems"),
+                "avalon.services.telegram_gateway.main:TelegramRunner", settings=("telegram_", "throttle_"),
+                check="avalon.services.telegram_gateway.checks:problems"),
     ChannelSpec("email", "mail", "email", "email_address",
                 "set EMAIL_ADDRESS, EMAIL_SECRET and the SMTP_* and IMAP_* settings to play by email",
-                "services.email_gateway.main:EmailRunner", settings=("email_", "smtp_", "imap_", "throttle_"),
-                check="services.email_gateway.main:problems"),
+                "avalon.services.email_gateway.main:EmailRunner", settings=("email_", "smtp_", "imap_", "throttle_"),
+                check="avalon.services.email_gateway.main:problems"),
 )
 
 #: Channels without a gateway here that the engine routes events to all the same (channel -> its

@@ -16,7 +16,7 @@ FAILED, BAD_SETTING, INTERRUPTED, BROKEN_PIPE = 1, 2, 130, 141
 
 
 def _settings(command: str, channels: list[str] | None = None):
-    from services import settings_check
+    from avalon.services import settings_check
 
     return settings_check.load(command, channels)
 
@@ -25,8 +25,8 @@ def _serve(command: str, **what):
     """A long-running command: the composition root with these parts."""
 
     def run(args) -> int:
-        from services import app
-        from services import channels as registry
+        from avalon.services import app
+        from avalon.services import channels as registry
 
         settings = _settings(command, what.get("channels"))
         _logging(settings.log_level)
@@ -41,7 +41,7 @@ def _serve(command: str, **what):
 
 
 def _migrate(args) -> int:
-    from services import app
+    from avalon.services import app
 
     settings = _settings("migrate")
     _logging(settings.log_level)
@@ -50,7 +50,7 @@ def _migrate(args) -> int:
 
 
 def _logging(level: str) -> None:
-    from shared.runtime import configure_logging
+    from avalon.shared.runtime import configure_logging
 
     configure_logging(level)
 
@@ -68,7 +68,7 @@ def _run_async(coro):
 def _schema(args) -> int:
     import json
 
-    from shared.protocol import json_schema
+    from avalon.shared.protocol import json_schema
 
     print(json.dumps(json_schema(), indent=2))
     return 0
@@ -77,7 +77,7 @@ def _schema(args) -> int:
 def _export(args) -> int:
     """Print a game's whole event log (JSON lines), internal records included once it is over. It
     never creates a database, and gives up on one it cannot reach (exit status 1)."""
-    from services.export import export
+    from avalon.services.export import export
 
     settings = _settings("export")
     return _run_async(export(settings.database_url, args.game_id))
@@ -85,7 +85,7 @@ def _export(args) -> int:
 
 def _stats_rebuild(args) -> int:
     """Make the record of finished games again from the event log (the same database)."""
-    from services.export import rebuild_records
+    from avalon.services.export import rebuild_records
 
     settings = _settings("stats")
     return _run_async(rebuild_records(settings.database_url))
@@ -94,10 +94,10 @@ def _stats_rebuild(args) -> int:
 def build_parser():
     import argparse
 
-    from services import broker_users, demo
-    from services.channels import CHANNELS
-    from services.engine import simulate_cli
-    from services.settings_check import help_for
+    from avalon.services import broker_users, demo
+    from avalon.services.channels import CHANNELS
+    from avalon.services.engine import simulate_cli
+    from avalon.services.settings_check import help_for
 
     parser = argparse.ArgumentParser(prog="avalon", description="The Resistance: Avalon narrator. "
                                      "`avalon COMMAND --help` says what a command reads from the environment.")
@@ -172,9 +172,9 @@ def _failure(error: Exception) -> int | None:
     """The one line and the exit status of an error a user can meet; None for a bug."""
     from pydantic import ValidationError
 
-    from services.app import Interrupted
-    from services.settings_check import plain
-    from shared.runtime import BadSetting, StartupError
+    from avalon.services.app import Interrupted
+    from avalon.services.settings_check import plain
+    from avalon.shared.runtime import BadSetting, StartupError
 
     if isinstance(error, Interrupted):
         return _say(f"avalon: interrupted {error}".strip(), INTERRUPTED)

@@ -36,11 +36,11 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 from unittest import mock
 
-from shared.game import Options, Preset, cast_for, check_options
-from shared.game.errors import Rejection
+from avalon.shared.game import Options, Preset, cast_for, check_options
+from avalon.shared.game.errors import Rejection
 
 if TYPE_CHECKING:  # the engine, the bus and the narration are loaded when a demo runs, not with every command
-    from services.console.channel import Message
+    from avalon.services.console.channel import Message
 
 GAME_ID = "demo"
 #: The demo clock: a game night, one minute per message.
@@ -125,18 +125,18 @@ async def play(players: int, options: Options, lang: str, seed: int, scratch: Pa
             return await play(players, options, lang, seed, Path(own))
         finally:
             shutil.rmtree(own, ignore_errors=True)
-    from services.console.channel import SCHEME, ConsoleChannel
-    from services.console.players import ScriptedPlayers
-    from services.engine import moves, service
-    from services.engine.deadlines import DeadlineScheduler
-    from services.engine.store import Store
-    from shared.bus import InProcessBus
-    from shared.channels import ChannelMap
-    from shared.delivery.games import GameBook
-    from shared.delivery.outbox import Outbox
-    from shared.delivery.pipeline import Pipeline
-    from shared.delivery.roster import Roster
-    from shared.narration.render import glossary
+    from avalon.services.console.channel import SCHEME, ConsoleChannel
+    from avalon.services.console.players import ScriptedPlayers
+    from avalon.services.engine import moves, service
+    from avalon.services.engine.deadlines import DeadlineScheduler
+    from avalon.services.engine.store import Store
+    from avalon.shared.bus import InProcessBus
+    from avalon.shared.channels import ChannelMap
+    from avalon.shared.delivery.games import GameBook
+    from avalon.shared.delivery.outbox import Outbox
+    from avalon.shared.delivery.pipeline import Pipeline
+    from avalon.shared.delivery.roster import Roster
+    from avalon.shared.narration.render import glossary
 
     rng = random.Random(seed)
     game_seed = rng.getrandbits(63)
@@ -183,7 +183,7 @@ async def _unless_interrupted(work) -> None:
     the database's threads writing into a directory being deleted)."""
     import signal
 
-    from services.app import Interrupted
+    from avalon.services.app import Interrupted
 
     loop = asyncio.get_running_loop()
     ctrl_c = asyncio.Event()

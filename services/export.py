@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from services.app import open_store, unknown_revision
-from shared.runtime import StartupError, one_line
+from avalon.services.app import open_store, unknown_revision
+from avalon.shared.runtime import StartupError, one_line
 
 NO_GAME = 2
 
@@ -36,8 +36,8 @@ async def export(url: str, game: str) -> int:
 async def _game_named(store, game: str) -> str | None:
     """The game's id: ``game`` itself if there is such a game, else the finished game with that code
     (a code two games share is refused, naming both)."""
-    from services.engine.record_queries import games_by_code
-    from shared.game.codes import read_code
+    from avalon.services.engine.record_queries import games_by_code
+    from avalon.shared.game.codes import read_code
 
     if await store.load(game) is not None or (code := read_code(game)) is None:
         return game
@@ -49,7 +49,7 @@ async def _game_named(store, game: str) -> str | None:
 
 async def rebuild_records(url: str) -> int:
     """``avalon stats rebuild``: the record of finished games made again from the event log."""
-    from services.engine.records import rebuild
+    from avalon.services.engine.records import rebuild
 
     store = await _existing_store(url)
     try:
@@ -66,7 +66,7 @@ async def _existing_store(url: str):
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import SQLAlchemyError
 
-    from shared.db import database_down, revisions
+    from avalon.shared.db import database_down, revisions
 
     where = _safe_url(url)
     if url.startswith("sqlite"):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from services.channels import CHANNELS, spec
-from shared.config import Settings
-from shared.runtime import BadSetting
+from avalon.services.channels import CHANNELS, spec
+from avalon.shared.config import Settings
+from avalon.shared.runtime import BadSetting
 
 #: Words in a variable's name that make its value a secret: it is never shown.
 SECRET = ("PASSWORD", "TOKEN", "SECRET")
@@ -135,7 +135,7 @@ def _database_url(url: str) -> list[str]:
 
 
 def _ops_listen(listen: str) -> list[str]:
-    from shared.ops.server import parse_listen
+    from avalon.shared.ops.server import parse_listen
 
     try:
         parse_listen(listen)

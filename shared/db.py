@@ -102,7 +102,7 @@ def ping_rested(engine: AsyncEngine) -> None:
 
 def _alembic() -> Config:
     config = Config()
-    config.set_main_option("script_location", str(resources.files("shared") / "migrations"))
+    config.set_main_option("script_location", str(resources.files("avalon.shared") / "migrations"))
     return config
 
 

@@ -28,14 +28,14 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from shared.channels import CHANNEL_NAME
-from shared.game import commands as core_commands
-from shared.game import events as core_events
-from shared.game.errors import Reason
-from shared.game.events import AudienceKind
-from shared.game.model import Card, CommandKind, Phase
-from shared.languages import LOCALES
-from shared.protocol_records import RECORD_COMMANDS, RECORD_EVENTS
+from avalon.shared.channels import CHANNEL_NAME
+from avalon.shared.game import commands as core_commands
+from avalon.shared.game import events as core_events
+from avalon.shared.game.errors import Reason
+from avalon.shared.game.events import AudienceKind
+from avalon.shared.game.model import Card, CommandKind, Phase
+from avalon.shared.languages import LOCALES
+from avalon.shared.protocol_records import RECORD_COMMANDS, RECORD_EVENTS
 
 PROTOCOL_VERSION = 1
 #: A channel's name (``telegram``, ``email``, ``scheduler``): short and lower-case. Which channels

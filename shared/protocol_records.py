@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared.game.model import Role, Team, WinCause
+from avalon.shared.game.model import Role, Team, WinCause
 
 #: A person's or a table's id, as the engine keeps them.
 MAX_KEY = 200

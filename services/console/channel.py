@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from shared.delivery.channel import GROUP_CHOICES, TALLIES, Game
-from shared.delivery.outbox import Outgoing, Row
-from shared.delivery.roster import Reader
-from shared.narration.render import Context, Narrator, Recipient
-from shared.protocol import EventEnvelope
+from avalon.shared.delivery.channel import GROUP_CHOICES, TALLIES, Game
+from avalon.shared.delivery.outbox import Outgoing, Row
+from avalon.shared.delivery.roster import Reader
+from avalon.shared.narration.render import Context, Narrator, Recipient
+from avalon.shared.protocol import EventEnvelope
 
 SCHEME = "demo"
 

@@ -9,8 +9,8 @@ import asyncio
 import random
 from datetime import datetime, timedelta, timezone
 
-from shared.game import Card, CommandKind, Options
-from shared.protocol import ChoicesOffered, CommandEnvelope, EventEnvelope
+from avalon.shared.game import Card, CommandKind, Options
+from avalon.shared.protocol import ChoicesOffered, CommandEnvelope, EventEnvelope
 
 K = CommandKind
 

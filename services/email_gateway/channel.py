@@ -13,11 +13,11 @@ from typing import Awaitable, Callable
 
 from markupsafe import Markup
 
-from shared.delivery.channel import TALLIES, Game
-from shared.delivery.outbox import Outgoing, Row, Unavailable, Undeliverable
-from shared.delivery.roster import Reader, Roster
-from shared.narration.render import Context, Narrator, Recipient, environment, pick_locale
-from shared.protocol import EventEnvelope
+from avalon.shared.delivery.channel import TALLIES, Game
+from avalon.shared.delivery.outbox import Outgoing, Row, Unavailable, Undeliverable
+from avalon.shared.delivery.roster import Reader, Roster
+from avalon.shared.narration.render import Context, Narrator, Recipient, environment, pick_locale
+from avalon.shared.protocol import EventEnvelope
 
 from . import links
 from .compose import Identity, build_mail

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.bus import Bus
-from shared.delivery.channel import Game
-from shared.delivery.games import GameBook
-from shared.delivery.outbox import Outbox
-from shared.delivery.pipeline import Pipeline
-from shared.delivery.roster import Roster
-from shared.narration.render import LOCALES
-from shared.protocol import CommandEnvelope
+from avalon.shared.bus import Bus
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.games import GameBook
+from avalon.shared.delivery.outbox import Outbox
+from avalon.shared.delivery.pipeline import Pipeline
+from avalon.shared.delivery.roster import Roster
+from avalon.shared.narration.render import LOCALES
+from avalon.shared.protocol import CommandEnvelope
 
 from . import legacy
 from .channel import PREFIX, EmailChannel, address_of
@@ -114,6 +114,9 @@ class EmailGateway:
 
     async def address_failing(self, player: str) -> None:
         await self.replies.address_failing(player)
+
+    async def address_working(self, player: str) -> None:
+        await self.replies.address_failing(player, "address_working")
 
     async def _failing(self, address: str, error: str) -> None:
         """A mail given up on: the address is marked failing and the game's host told."""

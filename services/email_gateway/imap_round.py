@@ -18,7 +18,7 @@ from typing import Awaitable, Callable
 from .imap_session import ImapSession, describe
 from .imap_state import MailboxState, StateStore
 
-log = logging.getLogger("services.email_gateway.imap")  # the watcher's pieces speak under its one name
+log = logging.getLogger("avalon.services.email_gateway.imap")  # the watcher's pieces speak under its one name
 
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
 WINDOW = 16  # mails fetched and not yet handled, at most

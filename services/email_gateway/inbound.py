@@ -12,12 +12,13 @@ import hashlib
 import logging
 import re
 
-from shared.protocol import CommandEnvelope
-from shared.throttle import Throttle, Verdict
+from avalon.shared.game import Phase
+from avalon.shared.protocol import CommandEnvelope
+from avalon.shared.throttle import Throttle, Verdict
 
 from .compose import phase_of_message_id
-from shared.delivery.channel import Game
-from shared.delivery.table import Seats, Table
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.table import Seats, Table
 
 from .notes import MailNotes, Pending, open_games_of
 from .reading import IncomingMail, read_mail
@@ -30,7 +31,10 @@ RE_PREFIX = re.compile(r"^(\s*(re|aw|sv|fw|fwd|tr|antw|réf|ответ|пер|ر
 CODE_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 
 #: intent kind -> the engine command it is (those needing more are handled below)
-SIMPLE = {"join": "join", "leave": "leave", "start": "start_game", "cancel": "cancel_game", "status": "show_board"}
+SIMPLE = {"join": "join", "leave": "leave", "start": "start_game", "cancel": "cancel_game", "status": "show_board",
+          "role": "show_role"}
+#: what a mail may ask of a game that answers without the player's open choices (all else shows or uses them)
+ASIDE = frozenset({"status", "role", "help", "rules"})
 
 
 class Inbound:
@@ -91,7 +95,19 @@ class Inbound:
             # a forged From: acting would impersonate a player, answering would write to the victim
             return f"refused: {mail.auth_failure}"
         player = PREFIX + mail.sender
-        await gw.store.mark_working(mail.sender)
+        known = await gw.store.contact(mail.sender)
+        if known is None or not known.failing:
+            return (await self.handle(mail, key, player, False))[0]
+        # mail to this address bounced, and its owner writes again: what we sent them meanwhile may be lost
+        outcome, answered = await self.handle(mail, key, player, True)
+        await self.comeback(key, player, answered)
+        await gw.store.mark_working(mail.sender)  # last: a crash before it reads this mail again and redoes all
+        return outcome + " (back)"
+
+    async def handle(self, mail: IncomingMail, key: str, player: str, back: bool) -> tuple[str, str | None]:
+        """What the mail asks, done or refused; and the game whose open choices the answer already
+        gives the player or the mail uses (a move, a refusal listing what is still open), if any."""
+        gw = self.gw
         game = None
         if mail.tokens:
             for token in mail.tokens:
@@ -101,29 +117,33 @@ class Inbound:
                     break
             if game is None:
                 await gw.say(mail.sender, None, "not_your_token", mail=mail)
-                return "refused: not this sender's token"
+                return "refused: not this sender's token", None
         parsed = self.read(mail, game)
         if isinstance(parsed, Intent) and parsed.kind == "new_game":
-            return await self.new_game(mail, key, player, parsed)
+            return await self.new_game(mail, key, player, parsed), None
         if game is None:
             candidates = open_games_of(gw.games.values(), player)
             if len(candidates) == 1:
                 game = candidates[0]
                 parsed = self.read(mail, game)
             elif isinstance(parsed, Intent) and parsed.kind in ("help", "rules", "language", "timezone"):
-                return await self.personal(mail, key, player, None, parsed)
+                return await self.personal(mail, key, player, None, parsed), None
             elif candidates:
                 await gw.say(mail.sender, None, "no_game", mail=mail)
-                return "refused: which game?"
+                return "refused: which game?", None
             else:
                 if await gw.store.may_answer_stranger(mail.sender):
                     await gw.say(mail.sender, None, "unknown_sender", mail=mail, language=mail.language)
-                    return "stranger answered"
-                return "stranger ignored (answered today)"
+                    return "stranger answered", None
+                return "stranger ignored (answered today)", None
+        game_id = game.table.game_id
         if isinstance(parsed, Problem):
+            shown = game_id if game.table.offer(player) is not None else None  # the refusal lists it
+            if back and parsed.reason == "unknown_command" and shown:
+                return "no command: what is open sent again", None  # "I'm back": no refusal, the choices
             await gw.problem(game, player, parsed, mail)
-            return f"problem: {parsed.reason}"
-        return await self.command(mail, key, player, game, parsed)
+            return f"problem: {parsed.reason}", shown
+        return await self.command(mail, key, player, game, parsed), None if parsed.kind in ASIDE else game_id
 
     def read(self, mail: IncomingMail, game: Game | None) -> Intent | Problem:
         """The command in the mail's own words, else in its subject (``new game`` is written there)."""
@@ -165,7 +185,7 @@ class Inbound:
         body: dict | None = None
         if kind in SIMPLE:
             body = {"type": SIMPLE[kind]}
-            phase_id = None if kind in ("join", "leave", "start", "cancel", "status") else phase_id
+            phase_id = None if kind in ("join", "leave", "start", "cancel", "status", "role") else phase_id
         elif kind in ("approve", "reject"):
             body = {"type": "cast_vote", "approve": kind == "approve"}
         elif kind in ("success", "fail"):
@@ -220,7 +240,7 @@ class Inbound:
             return "problem: nothing to do"
         await gw.ensure_profile(player, mail, intent.language, key)
         command_id = f"{key_id(key)}:0"
-        if kind != "status":
+        if kind not in ("status", "role"):  # answered to the player alone: no receipt
             game.own.pending[command_id] = Pending(player, f"what_{kind}", names=names, text=intent.text[:80])
         await gw.save_game(game)
         await gw.send(CommandEnvelope(message_id=command_id, game_id=game.table.game_id, actor=player, channel="email",
@@ -256,7 +276,7 @@ class Inbound:
         return f"profile {intent.kind}"
 
     async def new_game(self, mail: IncomingMail, key: str, player: str, intent: Intent) -> str:
-        from shared.game import Options
+        from avalon.shared.game import Options
 
         gw = self.gw
         # from the mail itself: the same mail read again (a crash before it was remembered) is the same game
@@ -284,6 +304,19 @@ class Inbound:
             await gw.send(CommandEnvelope(message_id=f"{key_id(key)}:i{n}", game_id=game_id, actor=player,
                                           channel="email", command={"type": "invite", "player": PREFIX + address}))
         return f"invited {len(good)}"
+
+    async def comeback(self, key: str, player: str, answered: str | None) -> None:
+        """Mail to ``player`` bounced, and they wrote again: the host told, where they were told of
+        the bounce, and what is open for the player now in each game under way where they sit sent
+        again, by the engine, to them alone (but in ``answered``, where this mail's answer did)."""
+        gw = self.gw
+        await gw.address_working(player)
+        for game in list(gw.games.values()):
+            table = game.table
+            if table.over or not table.seated(player) or table.turn.phase == Phase.LOBBY or table.game_id == answered:
+                continue
+            await gw.send(CommandEnvelope(message_id=f"{key_id(key)}:b:{table.game_id}"[:200], game_id=table.game_id,
+                                          actor=player, channel="email", command={"type": "show_choices"}))
 
     async def bounced(self, mail: IncomingMail) -> None:
         """A bounce is believed only for an address a mail of ours it quotes was sent to (its reply

@@ -4,11 +4,11 @@ links, the leader's draft and the receipts still owed."""
 
 from __future__ import annotations
 
-from shared.delivery.channel import Game
-from shared.delivery.legacy import read_legacy
-from shared.delivery.table import Draft, Seats, Table, Turn
-from shared.game import Phase
-from shared.protocol import ChoicesOffered
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.legacy import read_legacy
+from avalon.shared.delivery.table import Draft, Seats, Table, Turn
+from avalon.shared.game import Phase
+from avalon.shared.protocol import ChoicesOffered
 
 from .notes import MailNotes, Pending
 

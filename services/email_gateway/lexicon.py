@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from shared.languages import LOCALES
-from shared.narration.render import glossary
+from avalon.shared.languages import LOCALES
+from avalon.shared.narration.render import glossary
 
 
 def _typed(locale: str) -> dict:
@@ -28,7 +28,7 @@ WORDS: dict[str, dict[str, tuple[str, ...]]] = {
 
 # Commands that take no argument: the rest of their line may only hold politeness words.
 BARE = frozenset({"join", "leave", "start", "cancel", "approve", "reject", "success", "fail", "sheathe",
-                  "status", "rules", "help"})
+                  "status", "role", "rules", "help"})
 ONE_TARGET = frozenset({"pick", "lady", "excalibur", "shoot", "accuse", "hand"})
 TEXT_KINDS = frozenset({"say", "last_word"})
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import html as _html
 
-from shared.delivery.channel import Game
-from shared.delivery.roster import Roster
-from shared.narration.render import glossary
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.roster import Roster
+from avalon.shared.narration.render import glossary
 
 from .compose import Identity, mailto
 from .notes import title_of

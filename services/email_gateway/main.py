@@ -13,11 +13,11 @@ import re
 
 import aiosmtplib
 
-from shared.config import Settings
-from shared.db import make_engine, migrate
-from shared.ops import readiness
-from shared.runtime import BadSetting, StartupError, one_line, retry
-from shared.throttle import from_settings as throttle_from_settings
+from avalon.shared.config import Settings
+from avalon.shared.db import make_engine, migrate
+from avalon.shared.ops import readiness
+from avalon.shared.runtime import BadSetting, StartupError, one_line, retry
+from avalon.shared.throttle import from_settings as throttle_from_settings
 
 from .compose import Identity
 from .gateway import EmailGateway

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.delivery.channel import Game
+from avalon.shared.delivery.channel import Game
 
 
 @dataclass

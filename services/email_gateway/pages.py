@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.delivery.channel import Game
-from shared.game import Phase
-from shared.narration.render import RTL, environment, html_to_text
+from avalon.shared.delivery.channel import Game
+from avalon.shared.game import Phase
+from avalon.shared.narration.render import RTL, environment, html_to_text
 
 
 def subject_of(title: str, locale: str) -> str:

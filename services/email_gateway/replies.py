@@ -1,16 +1,16 @@
 """The email gateway's own mails, which no event asks for: help, the rules, why a mail could not be
-read, the leader's team draft, and the host told that mail to a player is failing. Each goes through
-the outbox like any other mail (in the game's thread when it is about a game)."""
+read, the leader's team draft, and the host told that mail to a player is failing (or works again).
+Each goes through the outbox like any other mail (in the game's thread when it is about a game)."""
 
 from __future__ import annotations
 
 import logging
 
-from shared.delivery.channel import Game
-from shared.delivery.outbox import Outbox, Outgoing
-from shared.delivery.roster import Roster
-from shared.game import MissedRule, Options
-from shared.narration.render import LOCALES, RTL, Context, Narrator, Recipient, pick_locale
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.outbox import Outbox, Outgoing
+from avalon.shared.delivery.roster import Roster
+from avalon.shared.game import MissedRule, Options
+from avalon.shared.narration.render import LOCALES, RTL, Context, Narrator, Recipient, pick_locale
 
 from . import links
 from .notes import title_of
@@ -83,16 +83,17 @@ class Replies:
                          name=self.roster.names().get(player), block=block, part="draft")
         await self.outbox.post(game.table.game_id, Outgoing(player[len(PREFIX):], body), "draft")
 
-    async def address_failing(self, player: str) -> None:
-        """Mail to ``player`` bounces: the host of each of their open games is told (by mail, when
-        the host plays by mail; the log says it in any case)."""
+    async def address_failing(self, player: str, key: str = "address_failing") -> None:
+        """Mail to ``player`` bounces (``address_working``: works again, its owner wrote): the host of
+        each of their open games is told (by mail, when the host plays by mail; the log says it in any case)."""
         address = player[len(PREFIX):]
         name = self.roster.names().get(player, address)
-        for game in self.games.values():
+        for game in list(self.games.values()):
             table = game.table
             if table.over or player not in table.seats.players + table.seats.invited:
                 continue
-            log.warning("mail to %s (game %s) is failing", address, table.game_id)
+            log.log(logging.WARNING if key == "address_failing" else logging.INFO, "mail to %s (game %s) is %s",
+                    address, table.game_id, "failing" if key == "address_failing" else "working again")
             host = table.seats.host
             if host.startswith(PREFIX) and host != player:
-                await self.say(host[len(PREFIX):], game, "address_failing", params={"name": name, "address": address})
+                await self.say(host[len(PREFIX):], game, key, params={"name": name, "address": address})

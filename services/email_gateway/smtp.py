@@ -20,7 +20,7 @@ from typing import Literal
 
 import aiosmtplib
 
-from shared.delivery.outbox import Undeliverable
+from avalon.shared.delivery.outbox import Undeliverable
 
 log = logging.getLogger(__name__)
 

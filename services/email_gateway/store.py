@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from shared.db import upsert
+from avalon.shared.db import upsert
 
 from .imap import MailboxState
 from .rows import ContactRow, MailboxRow, SeenMailRow
@@ -83,11 +83,13 @@ class MailStore:
             await conn.execute(upsert(self.engine, ContactRow, ["address"], list(values)), {"address": address, **values})
         return not (known and known.failing)
 
-    async def mark_working(self, address: str) -> None:
-        """A person wrote from ``address``: it works again."""
+    async def mark_working(self, address: str) -> bool:
+        """A person wrote from ``address``: it works again. True when it was failing until now."""
         async with self.engine.begin() as conn:
-            await conn.execute(update(ContactRow).where(ContactRow.address == address, ContactRow.failing.is_(True))
-                               .values(failing=False, failure=None, updated_at=_now()))
+            done = await conn.execute(update(ContactRow).where(ContactRow.address == address,
+                                                               ContactRow.failing.is_(True))
+                                      .values(failing=False, failure=None, updated_at=_now()))
+        return bool(done.rowcount)
 
     async def may_answer_stranger(self, address: str, *, every: timedelta = timedelta(days=1)) -> bool:
         """A stranger is answered at most once a ``every``: True (and noted) when they may be now."""

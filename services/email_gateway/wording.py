@@ -14,13 +14,13 @@ from functools import lru_cache
 from typing import Literal, Mapping, NamedTuple, Sequence
 from zoneinfo import ZoneInfo, available_timezones
 
-from shared.narration.render import glossary
+from avalon.shared.narration.render import glossary
 
 from . import lexicon as lx
 
 KINDS = ("join", "leave", "start", "cancel", "approve", "reject", "success", "fail", "team", "pick",
          "lady", "excalibur", "sheathe", "shoot", "accuse", "hand", "say", "last_word", "status",
-         "rules", "help", "language", "timezone", "new_game", "invite")
+         "role", "rules", "help", "language", "timezone", "new_game", "invite")
 
 
 @dataclass(frozen=True)

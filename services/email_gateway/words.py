@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.narration.render import html_to_text, keyed_text, pick_locale
+from avalon.shared.narration.render import html_to_text, keyed_text, pick_locale
 
 
 #: the gateway's own refusals: nothing was done. They read as the engine's do by mail (its

@@ -17,9 +17,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from shared import ops
-from shared.db import database_down
-from shared.protocol import CommandEnvelope
+from avalon.shared import ops
+from avalon.shared.db import database_down
+from avalon.shared.protocol import CommandEnvelope
 
 from .cache import GameCache, RecentCommands
 from .conflicts import Conflict, Duplicate

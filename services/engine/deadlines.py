@@ -19,9 +19,9 @@ from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.date import DateTrigger
 
-from shared.bus import Bus
-from shared.protocol import CommandEnvelope, RemindPhase
-from shared.game.commands import SCHEDULER
+from avalon.shared.bus import Bus
+from avalon.shared.protocol import CommandEnvelope, RemindPhase
+from avalon.shared.game.commands import SCHEDULER
 
 from .store import KEEP
 

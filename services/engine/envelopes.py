@@ -11,7 +11,7 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from shared.protocol import (
+from avalon.shared.protocol import (
     AudienceModel,
     CommandEnvelope,
     CommandRejected,
@@ -20,7 +20,7 @@ from shared.protocol import (
     audience_model,
     utcnow,
 )
-from services.engine.rules import Audience
+from avalon.services.engine.rules import Audience
 
 from .routing import Router
 from .store import LoadedGame

@@ -12,8 +12,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from shared.protocol import COMMAND_MODELS, CommandEnvelope
-from shared.protocol_records import RECORD_COMMANDS
+from avalon.shared.protocol import COMMAND_MODELS, CommandEnvelope
+from avalon.shared.protocol_records import RECORD_COMMANDS
 
 from .batcher import StagedBatch
 from .cache import GameCache

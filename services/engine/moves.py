@@ -13,10 +13,10 @@ import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from shared.protocol import CommandEnvelope, audience_model, event_body, to_core_command
-from services.engine.rules import Accepted, Audience, apply, new_game, pending_players
-from shared.game import events as core_events
-from shared.game.errors import Rejection
+from avalon.shared.protocol import CommandEnvelope, audience_model, event_body, to_core_command
+from avalon.services.engine.rules import Accepted, Audience, apply, new_game, pending_players
+from avalon.shared.game import events as core_events
+from avalon.shared.game.errors import Rejection
 
 from .batcher import StagedBatch
 from .cache import GameCache

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from shared.protocol import CommandEnvelope, Person
+from avalon.shared.protocol import CommandEnvelope, Person
 
 from .cache import GameCache
 from .store import Store

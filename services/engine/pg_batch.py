@@ -16,7 +16,7 @@ import asyncio
 import asyncpg
 from sqlalchemy.engine import make_url
 
-from shared import quiet
+from avalon.shared import quiet
 
 from .conflicts import Conflict, Duplicate
 from .records import PgWriter, project

@@ -16,9 +16,9 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
-from shared import ops
-from shared.bus import Bus, Unroutable
-from shared.db import database_down
+from avalon.shared import ops
+from avalon.shared.bus import Bus, Unroutable
+from avalon.shared.db import database_down
 
 from .outage import DatabaseWatch
 from .store import Outgoing, Store

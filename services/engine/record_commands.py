@@ -5,8 +5,8 @@ them; the record itself is ``records.py``'s, read through ``record_queries.py``.
 
 from __future__ import annotations
 
-from shared.protocol import CommandEnvelope, audience_model
-from shared.protocol_records import (
+from avalon.shared.protocol import CommandEnvelope, audience_model
+from avalon.shared.protocol_records import (
     HistoryShown,
     Leader,
     LeaderboardShown,
@@ -18,7 +18,7 @@ from shared.protocol_records import (
     StatsShown,
     TeamLine,
 )
-from services.engine.rules import Audience
+from avalon.services.engine.rules import Audience
 
 from . import record_queries as q
 from .batcher import StagedBatch

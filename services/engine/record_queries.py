@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from sqlalchemy import case, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from shared.game.model import WinCause
+from avalon.shared.game.model import WinCause
 
 from .rows import FinishedGameRow, PlayerRow, SeatRecordRow, StatsPersonRow
 

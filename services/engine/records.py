@@ -21,8 +21,8 @@ from typing import Protocol
 from sqlalchemy import delete, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from shared.game.codes import game_code
-from shared.protocol import EventEnvelope
+from avalon.shared.game.codes import game_code
+from avalon.shared.protocol import EventEnvelope
 
 from .rows import EventRow, FinishedGameRow, SeatRecordRow, StatsPersonRow
 

@@ -8,10 +8,10 @@ channel, the previous event of the game sent there (``EventEnvelope.prev_seq``).
 
 from __future__ import annotations
 
-from shared.channels import ChannelMap
-from shared.protocol import INTERNAL_EVENTS, Choice, ChoicesOffered
-from services.engine.rules import AudienceKind, CommandKind, legal_commands
-from shared.game import events as core_events
+from avalon.shared.channels import ChannelMap
+from avalon.shared.protocol import INTERNAL_EVENTS, Choice, ChoicesOffered
+from avalon.services.engine.rules import AudienceKind, CommandKind, legal_commands
+from avalon.shared.game import events as core_events
 
 #: The events that change who is at the table: they name every reader (``EventEnvelope.people``).
 SEATING_EVENTS = (core_events.LobbyOpened, core_events.PlayerJoined, core_events.PlayerLeft,

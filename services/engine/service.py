@@ -27,12 +27,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from shared import ops
-from shared.bus import Bus
-from shared.bus.base import COMMAND_SENDER
-from shared.channels import ChannelMap
-from shared.db import database_down, to_the_end
-from shared.protocol import utcnow
+from avalon.shared import ops
+from avalon.shared.bus import Bus
+from avalon.shared.bus.base import COMMAND_SENDER
+from avalon.shared.channels import ChannelMap
+from avalon.shared.db import database_down, to_the_end
+from avalon.shared.protocol import utcnow
 
 from .batcher import Batcher
 from .cache import GameCache

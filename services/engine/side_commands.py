@@ -8,7 +8,7 @@ invitation, a role card and the choices asked for again are answered outside the
 
 from __future__ import annotations
 
-from shared.protocol import (
+from avalon.shared.protocol import (
     EVENT_MODELS,
     BoardShown,
     CommandEnvelope,
@@ -20,9 +20,9 @@ from shared.protocol import (
     plausible_address,
     utcnow,
 )
-from services.engine.rules import Audience, Phase, Reason, night_knowledge, view
-from shared.game import events as core_events
-from shared.game.errors import reject
+from avalon.services.engine.rules import Audience, Phase, Reason, night_knowledge, view
+from avalon.shared.game import events as core_events
+from avalon.shared.game.errors import reject
 
 from .batcher import StagedBatch
 from .cache import GameCache

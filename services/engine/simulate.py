@@ -35,7 +35,7 @@ from .rules import (
     new_game,
     pending_players,
 )
-from shared.game.errors import Rejection
+from avalon.shared.game.errors import Rejection
 
 K = CommandKind
 MAX_STEPS = 5000

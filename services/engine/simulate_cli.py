@@ -8,8 +8,8 @@ import time
 from dataclasses import replace
 
 from .rules import Lancelot, Options, Preset, Role, cast_for, check_options
-from shared.game.errors import Rejection
-from shared.game.model import OPTIONAL_ROLES
+from avalon.shared.game.errors import Rejection
+from avalon.shared.game.model import OPTIONAL_ROLES
 from .simulate import Summary, random_game
 
 

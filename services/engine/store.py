@@ -16,9 +16,10 @@ from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from shared.db import make_engine, migrate
-from shared.protocol import INTERNAL_EVENTS, EventEnvelope, to_core_event
-from services.engine.rules import GameState, replay_events
+from avalon.shared import snapshots
+from avalon.shared.db import make_engine, migrate
+from avalon.shared.protocol import INTERNAL_EVENTS, EventEnvelope, to_core_event
+from avalon.services.engine.rules import GameState, replay_events
 
 from .conflicts import Conflict, Duplicate
 from .pg_batch import PgBatchWriter
@@ -97,7 +98,7 @@ def _snapshot(blob: bytes | None) -> GameState | None:
     if blob is None:
         return None
     try:
-        state = pickle.loads(blob)  # noqa: S301 - our own snapshot
+        state = snapshots.loads(blob)
     except Exception:
         return None
     return state if isinstance(state, GameState) else None

@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 
 from pydantic import ValidationError
 
-from shared import ops
-from shared.bus import PoisonMessage
-from shared.channels import ChannelMap
-from shared.game.commands import SCHEDULER
-from shared.protocol import CommandEnvelope
+from avalon.shared import ops
+from avalon.shared.bus import PoisonMessage
+from avalon.shared.channels import ChannelMap
+from avalon.shared.game.commands import SCHEDULER
+from avalon.shared.protocol import CommandEnvelope
 
 from .deadlines import SCHEDULER_CHANNEL
 from .store import LoadedGame

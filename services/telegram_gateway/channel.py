@@ -14,11 +14,11 @@ from typing import Callable
 
 from aiogram.types import InlineKeyboardMarkup
 
-from shared.delivery.channel import GROUP_CHOICES, Game
-from shared.delivery.outbox import Outgoing, Row, Undeliverable
-from shared.delivery.roster import Reader
-from shared.narration.render import glossary
-from shared.protocol import EventEnvelope
+from avalon.shared.delivery.channel import GROUP_CHOICES, Game
+from avalon.shared.delivery.outbox import Outgoing, Row, Undeliverable
+from avalon.shared.delivery.roster import Reader
+from avalon.shared.narration.render import glossary
+from avalon.shared.protocol import EventEnvelope
 
 from . import ids, keyboards
 from .memory import GroupGame, Memory

@@ -4,7 +4,7 @@ aiogram, which takes seconds to load, is imported). The token's form is checked 
 
 from __future__ import annotations
 
-from shared.config import Settings
+from avalon.shared.config import Settings
 
 
 def problems(s: Settings) -> list[str]:

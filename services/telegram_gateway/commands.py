@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.bus import Bus
-from shared.narration.render import LOCALES
-from shared.protocol import CommandEnvelope
+from avalon.shared.bus import Bus
+from avalon.shared.narration.render import LOCALES
+from avalon.shared.protocol import CommandEnvelope
 
 from .memory import Memory
 

@@ -14,15 +14,15 @@ from typing import Any
 from aiogram import Bot, Dispatcher
 from aiogram.types import InlineKeyboardMarkup
 
-from shared.bus import Bus
-from shared.db import to_the_end
-from shared.delivery.channel import Game
-from shared.delivery.games import GameBook
-from shared.delivery.outbox import Outbox, Outgoing
-from shared.delivery.pipeline import Pipeline
-from shared.delivery.roster import Roster
-from shared.protocol import EventEnvelope
-from shared.throttle import Throttle
+from avalon.shared.bus import Bus
+from avalon.shared.db import to_the_end
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.games import GameBook
+from avalon.shared.delivery.outbox import Outbox, Outgoing
+from avalon.shared.delivery.pipeline import Pipeline
+from avalon.shared.delivery.roster import Roster
+from avalon.shared.protocol import EventEnvelope
+from avalon.shared.throttle import Throttle
 
 from . import ids, legacy
 from .channel import TelegramChannel, edit

@@ -4,10 +4,10 @@ upgraded goes on with its seats, phase, buttons and the messages it edits in pla
 
 from __future__ import annotations
 
-from shared.delivery.channel import Game
-from shared.delivery.legacy import read_legacy
-from shared.delivery.table import Draft, Seats, Table, Turn
-from shared.game import Phase
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.legacy import read_legacy
+from avalon.shared.delivery.table import Draft, Seats, Table, Turn
+from avalon.shared.game import Phase
 
 from .memory import GroupGame
 

@@ -17,10 +17,10 @@ from aiogram.utils.token import TokenValidationError
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
 from aiohttp import web
 
-from shared.config import Settings
-from shared.ops import readiness
-from shared.runtime import BadSetting, StartupError, one_line, retry
-from shared.throttle import from_settings as throttle_from_settings
+from avalon.shared.config import Settings
+from avalon.shared.ops import readiness
+from avalon.shared.runtime import BadSetting, StartupError, one_line, retry
+from avalon.shared.throttle import from_settings as throttle_from_settings
 
 from .gateway import TelegramGateway
 from .sender import Limits

@@ -12,8 +12,9 @@ from datetime import datetime, timezone
 
 from sqlalchemy import select
 
-from shared.db import make_engine, migrate, to_the_end, upsert
-from shared.delivery.rows import GatewayStateRow
+from avalon.shared import snapshots
+from avalon.shared.db import make_engine, migrate, to_the_end, upsert
+from avalon.shared.delivery.rows import GatewayStateRow
 
 from .memory import Memory
 
@@ -45,7 +46,7 @@ class MemoryKeeper:
         if row is None:
             return None
         try:
-            memory = pickle.loads(row.blob)  # noqa: S301 - our own snapshot
+            memory = snapshots.loads(row.blob)
         except Exception:  # an older, unreadable snapshot: start afresh rather than not at all
             log.exception("the gateway's saved memory could not be read; starting empty")
             return None

@@ -31,7 +31,7 @@ from aiogram.methods import GetUpdates
 from aiogram.types import Update
 from aiogram.utils.backoff import Backoff, BackoffConfig
 
-from shared.bus.inbox import UPDATE_INBOX, Inbox
+from avalon.shared.bus.inbox import UPDATE_INBOX, Inbox
 
 log = logging.getLogger(__name__)
 BACKOFF = BackoffConfig(min_delay=1.0, max_delay=5.0, factor=1.3, jitter=0.1)

@@ -32,7 +32,7 @@ from aiogram.exceptions import (
 )
 from aiogram.types import ReplyParameters
 
-from shared import ops
+from avalon.shared import ops
 
 from .api_calls import hold_response_models, late_answer
 from .pacing import HoldBack, Limits, Pacing

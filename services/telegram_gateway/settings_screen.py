@@ -9,10 +9,10 @@ from dataclasses import replace
 from aiogram.filters.callback_data import CallbackData
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from shared.delivery.channel import Game
-from shared.game import OPTIONAL_ROLES, FORUM_TIMERS, Lancelot, Options, Preset, Role, Timers
-from shared.game import numbers
-from shared.narration.render import glossary, sentence
+from avalon.shared.delivery.channel import Game
+from avalon.shared.game import OPTIONAL_ROLES, FORUM_TIMERS, Lancelot, Options, Preset, Role, Timers
+from avalon.shared.game import numbers
+from avalon.shared.narration.render import glossary, sentence
 
 from .speech import Speech
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.delivery.channel import Game
-from shared.narration.render import (
+from avalon.shared.delivery.channel import Game
+from avalon.shared.narration.render import (
     Context,
     Narrator,
     Recipient,
@@ -17,7 +17,7 @@ from shared.narration.render import (
     sentence,
     ui_text,
 )
-from shared.protocol import EventEnvelope
+from avalon.shared.protocol import EventEnvelope
 
 from .memory import Memory
 

@@ -13,7 +13,7 @@ import logging
 
 from aiogram.types import CallbackQuery, Message
 
-from shared.narration.render import html_to_text
+from avalon.shared.narration.render import html_to_text
 
 log = logging.getLogger(__name__)
 CHANNEL = "telegram"

@@ -6,7 +6,7 @@ import re
 from contextvars import ContextVar
 from typing import Awaitable, Callable, Protocol
 
-from shared.protocol import CommandEnvelope, EventEnvelope
+from avalon.shared.protocol import CommandEnvelope, EventEnvelope
 
 CommandHandler = Callable[[bytes], Awaitable[None]]
 EventHandler = Callable[[EventEnvelope], Awaitable[None]]

@@ -14,7 +14,7 @@ import asyncio
 import contextvars
 import logging
 
-from shared.protocol import CommandEnvelope, EventEnvelope
+from avalon.shared.protocol import CommandEnvelope, EventEnvelope
 
 from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key, topic_matches
 from .inbox import Inbox

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from shared.protocol import EventEnvelope
+from avalon.shared.protocol import EventEnvelope
 
 log = logging.getLogger(__name__)
 

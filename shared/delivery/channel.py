@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from shared.protocol import EventEnvelope
+from avalon.shared.protocol import EventEnvelope
 
 from .outbox import Outgoing, Row, Unavailable, Undeliverable  # noqa: F401 - part of the interface
 from .roster import Reader

@@ -11,6 +11,8 @@ import logging
 import pickle
 from typing import Callable
 
+from avalon.shared import snapshots
+
 from .channel import Game
 from .outbox import Outbox, Outgoing
 from .table import Table
@@ -41,7 +43,7 @@ class GameBook:
 
     def _read(self, blob: bytes) -> Game:
         try:
-            table, own = pickle.loads(blob)  # noqa: S301 - our own rows
+            table, own = snapshots.loads(blob)
         except Exception:  # noqa: BLE001 - perhaps a row of an earlier version
             game = self.upgrade(blob) if self.upgrade is not None else None
             if game is None:
@@ -98,4 +100,4 @@ class GameBook:
         if blob is None:
             self.games.pop(game_id, None)
         else:
-            self.games[game_id] = Game(*pickle.loads(blob))  # noqa: S301 - our own
+            self.games[game_id] = Game(*snapshots.loads(blob))

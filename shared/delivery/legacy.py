@@ -6,7 +6,8 @@ such a row with stand-ins for the classes that are gone, so a channel can turn i
 from __future__ import annotations
 
 import io
-import pickle
+
+from avalon.shared.snapshots import Reader
 
 
 class Record:
@@ -21,9 +22,9 @@ class Record:
         return self.__dict__.get(name, default)
 
 
-class _Reader(pickle.Unpickler):
+class _Reader(Reader):
     def __init__(self, blob: bytes, gone: set[tuple[str, str]]) -> None:
-        super().__init__(io.BytesIO(blob))
+        super().__init__(io.BytesIO(blob))  # a class gone is looked for under its old name first
         self.gone = gone
 
     def find_class(self, module: str, name: str):

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 
-from shared.bus.base import EVENT_REDELIVERED
-from shared.protocol import EventEnvelope
+from avalon.shared.bus.base import EVENT_REDELIVERED
+from avalon.shared.protocol import EventEnvelope
 
 from .chain import check_chain
 from .channel import Channel, Game

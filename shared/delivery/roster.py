@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.protocol import EventEnvelope, Person
+from avalon.shared.protocol import EventEnvelope, Person
 
 
 @dataclass(frozen=True)

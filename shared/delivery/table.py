@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from shared.game import Options, Phase, Role
-from shared.protocol import ChoicesOffered, EventEnvelope, Person
+from avalon.shared.game import Options, Phase, Role
+from avalon.shared.protocol import ChoicesOffered, EventEnvelope, Person
 
 
 @dataclass

@@ -14,7 +14,8 @@ from jinja2 import Environment, pass_context
 from jinja2.utils import concat
 from markupsafe import Markup
 
-BOOKS = {"reasons": "reasons.html", "telegram_ui": "telegram_ui.html", "email_ui": "email_ui.html"}
+BOOKS = {"reasons": "reasons.html", "telegram_ui": "telegram_ui.html", "email_ui": "email_ui.html",
+         "pictures": "pictures.html"}
 
 
 class MissingTranslation(LookupError):

@@ -24,7 +24,7 @@ from babel.messages.pofile import read_po
 from jinja2 import pass_eval_context
 from markupsafe import Markup, escape
 
-from shared.languages import SOURCE
+from avalon.shared.languages import SOURCE
 
 LOCALES_DIR = Path(__file__).parent / "locales"
 DOMAIN = "messages"

@@ -10,7 +10,7 @@ from babel.dates import format_date, format_time, format_timedelta
 from jinja2 import pass_context
 from markupsafe import Markup, escape
 
-from shared.game.codes import game_code
+from avalon.shared.game.codes import game_code
 
 from .books import MissingTranslation, say
 from .catalogs import capitalized

@@ -6,7 +6,8 @@
   around a message, its subject, and the invitation as the invited person reads it); a channel
   without its own file for an event (Telegram, or a new one) renders the shared template;
 - ``templates/board.html``, ``help.html``, ``rules.html``, ``_options.html``: the other texts;
-- ``templates/reasons.html``, ``telegram_ui.html``, ``email_ui.html``: keyed sentences (books.py);
+- ``templates/reasons.html``, ``telegram_ui.html``, ``email_ui.html``, ``pictures.html``: keyed sentences
+  (books.py);
 - ``locales/<locale>/LC_MESSAGES/messages.po``: the language's words (catalogs.py);
 - ``locales/<locale>/glossary.toml``: the game's terms in that language's rule text (roles, teams,
   quest, leader, Lady of the Lake...), with plural forms; the templates take their terms from here.
@@ -31,8 +32,8 @@ from babel import Locale
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
 from markupsafe import Markup
 
-from shared.languages import LOCALES
-from shared.protocol import EventEnvelope
+from avalon.shared.languages import LOCALES
+from avalon.shared.protocol import EventEnvelope
 
 from .books import MissingTranslation, keys, render_key, say
 from .catalogs import LOCALES_DIR, gettext_functions
@@ -116,8 +117,8 @@ def sentence(locale: str, source: str) -> Template:
 
 
 def keyed_text(locale: str, book: str, key: str, **params: Any) -> Markup:
-    """One keyed sentence (``book``: ``reasons``, ``telegram_ui`` or ``email_ui``) in ``locale``, rendered
-    with ``params`` (escaped HTML)."""
+    """One keyed sentence (``book``: ``reasons``, ``telegram_ui``, ``email_ui`` or ``pictures``) in ``locale``,
+    rendered with ``params`` (escaped HTML)."""
     return render_key(environment(locale), book, key, params)
 
 

@@ -10,7 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from .metrics import REGISTRY
 from .ready import Readiness, readiness
 
-log = logging.getLogger(__package__)  # "shared.ops", as before the package was split
+log = logging.getLogger(__package__)  # "avalon.shared.ops", as before the package was split
 
 
 class OpsServer:

@@ -8,13 +8,13 @@ import asyncio
 import pytest
 from aiogram.client.default import DefaultBotProperties
 
-from services.engine.deadlines import DeadlineScheduler
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
-from services.telegram_gateway.gateway import TelegramGateway
-from services.telegram_gateway.sender import Limits
-from shared.bus.rabbit import RabbitBus
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
+from avalon.services.telegram_gateway.gateway import TelegramGateway
+from avalon.services.telegram_gateway.sender import Limits
+from avalon.shared.bus.rabbit import RabbitBus
 from tests.fakes.telegram_api import FakeTelegram
 from tests.integration.conftest import amqp_url, rabbit_prefix, require_rabbitmq  # noqa: F401
 

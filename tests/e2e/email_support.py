@@ -13,18 +13,18 @@ import urllib.parse
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 
-from services.email_gateway.compose import Identity
-from services.email_gateway.gateway import EmailGateway
-from services.email_gateway.imap import WINDOW, MailboxWatcher
-from services.email_gateway.smtp import SmtpSender
-from services.email_gateway.tokens import Tokens
-from services.email_gateway.wording import Intent, parse
-from services.engine.deadlines import DeadlineScheduler
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
-from shared.bus import InProcessBus
-from shared.db import make_engine
+from avalon.services.email_gateway.compose import Identity
+from avalon.services.email_gateway.gateway import EmailGateway
+from avalon.services.email_gateway.imap import WINDOW, MailboxWatcher
+from avalon.services.email_gateway.smtp import SmtpSender
+from avalon.services.email_gateway.tokens import Tokens
+from avalon.services.email_gateway.wording import Intent, parse
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
+from avalon.shared.bus import InProcessBus
+from avalon.shared.db import make_engine
 
 SECRET = "a-test-secret-of-enough-length"
 MAILTO = re.compile(r'href="(mailto:[^"]+)"')

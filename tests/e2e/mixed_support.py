@@ -13,12 +13,12 @@ from email.message import EmailMessage
 
 from aiogram.client.default import DefaultBotProperties
 
-from services.email_gateway.wording import Intent, link_body, parse
-from services.engine.deadlines import DeadlineScheduler
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.telegram_gateway.gateway import TelegramGateway
-from services.telegram_gateway.sender import Limits
+from avalon.services.email_gateway.wording import Intent, link_body, parse
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.telegram_gateway.gateway import TelegramGateway
+from avalon.services.telegram_gateway.sender import Limits
 from tests.e2e.email_support import MailPlayer, Narrator, wait_until  # noqa: F401 - used by the mixed test
 
 FAST = Limits(per_chat_interval=0.0, group_per_minute=10**6, global_per_second=10**6)
@@ -33,8 +33,8 @@ class MixedNarrator(Narrator):
         self.fake = fake
 
     async def start(self) -> None:
-        from services.engine.store import Store
-        from shared.bus import InProcessBus
+        from avalon.services.engine.store import Store
+        from avalon.shared.bus import InProcessBus
 
         self.store = Store(self.url)
         await self.store.migrate()

@@ -10,12 +10,12 @@ from collections import Counter
 
 from sqlalchemy import select
 
-from services.email_gateway.rows import SeenMailRow
-from services.email_gateway.words import email_words
-from services.engine.rules import Options, Preset
-from shared.game.events import Audience
-from shared.narration.render import Context, Narrator, Recipient
-from shared.protocol import CommandRejected, EventEnvelope, audience_model, utcnow
+from avalon.services.email_gateway.rows import SeenMailRow
+from avalon.services.email_gateway.words import email_words
+from avalon.services.engine.rules import Options, Preset
+from avalon.shared.game.events import Audience
+from avalon.shared.narration.render import Context, Narrator, Recipient
+from avalon.shared.protocol import CommandRejected, EventEnvelope, audience_model, utcnow
 
 from .mixed_support import flat
 from .secrets_spec import GameSpec, Seat

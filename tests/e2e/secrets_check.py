@@ -33,8 +33,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from services.email_gateway.words import email_words
-from shared.narration.render import CHANNELS, LOCALES, Context, Narrator, Recipient, glossary
+from avalon.services.email_gateway.words import email_words
+from avalon.shared.narration.render import CHANNELS, LOCALES, Context, Narrator, Recipient, glossary
 
 from .mixed_support import flat
 from .secrets_hands import TARGETED
@@ -70,7 +70,7 @@ class Renderer:
             return channels
         key = (locale, kind)
         if key not in self.same:
-            from shared.narration.render import TEMPLATES
+            from avalon.shared.narration.render import TEMPLATES
 
             self.same[key] = not (TEMPLATES / "email" / f"{kind}.html").exists()  # email reads the shared one
         return ("telegram",) if self.same[key] else channels

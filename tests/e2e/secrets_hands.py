@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import urllib.parse
 
-from services.email_gateway.compose import phase_of_message_id
-from services.email_gateway.wording import Intent, link_body, parse
+from avalon.services.email_gateway.compose import phase_of_message_id
+from avalon.services.email_gateway.wording import Intent, link_body, parse
 
 #: engine command -> (mail intent kind, Telegram private button kind)
 TARGETED = {"use_excalibur": ("excalibur", "e"), "use_lady": ("lady", "l"), "assassinate": ("shoot", "a"),

@@ -10,10 +10,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from services.engine.rules import Options, Preset, Rejection, cast_for
-from services.telegram_gateway.settings_screen import changed
-from shared.game import OPTIONAL_ROLES
-from shared.narration.render import LOCALES
+from avalon.services.engine.rules import Options, Preset, Rejection, cast_for
+from avalon.services.telegram_gateway.settings_screen import changed
+from avalon.shared.game import OPTIONAL_ROLES
+from avalon.shared.narration.render import LOCALES
 
 from .secrets_stack import DOMAIN
 

@@ -21,16 +21,16 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
-from services.email_gateway.compose import Identity
-from services.email_gateway.gateway import EmailGateway
-from services.email_gateway.smtp import SmtpSender
-from services.email_gateway.tokens import Tokens
-from services.engine.deadlines import DeadlineScheduler
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
-from shared.bus import InProcessBus
-from shared.narration.render import html_to_text
+from avalon.services.email_gateway.compose import Identity
+from avalon.services.email_gateway.gateway import EmailGateway
+from avalon.services.email_gateway.smtp import SmtpSender
+from avalon.services.email_gateway.tokens import Tokens
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
+from avalon.shared.bus import InProcessBus
+from avalon.shared.narration.render import html_to_text
 from tests.e2e.email_support import SECRET, links_of
 from tests.e2e.mixed_support import mail_text, start_telegram, stop_telegram
 from tests.fakes.telegram_api import FakeTelegram

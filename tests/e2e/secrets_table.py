@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import random
 
-from services.engine.rules import CommandKind, Team, legal_commands, pending_players
-from shared.game.model import Phase
-from shared.narration.render import LOCALES
+from avalon.services.engine.rules import CommandKind, Team, legal_commands, pending_players
+from avalon.shared.game.model import Phase
+from avalon.shared.narration.render import LOCALES
 
 from .secrets_hands import TARGETED, MailHands, TelegramHands
 from .secrets_spec import GameSpec
@@ -77,8 +77,8 @@ class Table:
         await _until(lambda: _started(state, self.game), f"the start of {spec.describe()}", 60)
 
     async def settings(self, state) -> None:
-        from services.engine.rules import Options
-        from services.telegram_gateway.settings_screen import changed
+        from avalon.services.engine.rules import Options
+        from avalon.services.telegram_gateway.settings_screen import changed
 
         hoster = self.users[self.spec.host.player]
         telegram = self.stack.telegram

@@ -21,9 +21,9 @@ import os
 import random
 import sys
 
-from shared.bus.rabbit import RabbitBus
-from shared.narration.render import LOCALES, Context, Narrator, Recipient
-from shared.protocol import CommandEnvelope
+from avalon.shared.bus.rabbit import RabbitBus
+from avalon.shared.narration.render import LOCALES, Context, Narrator, Recipient
+from avalon.shared.protocol import CommandEnvelope
 
 PLAYERS = [f"test:{i}" for i in range(1, 6)]
 NAMES = dict(zip(PLAYERS, ["Ann", "Bob", "Cleo", "Dan", "Eve"]))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.bus.rabbit import RabbitBus
+from avalon.shared.bus.rabbit import RabbitBus
 from tests.fakes.telegram_api import FakeTelegram
 from tests.integration.conftest import amqp_url, rabbit_prefix  # noqa: F401  (fixtures)
 from tests.mailservers import mail_servers  # noqa: F401  (the fixture)
@@ -32,7 +32,7 @@ def env_for(tmp_path: Path, **settings: str) -> dict[str, str]:
 
 
 def avalon(tmp_path: Path, *args: str, **settings: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "services.cli", *args], cwd=tmp_path, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "avalon.services.cli", *args], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120, env=env_for(tmp_path, **settings))
 
 
@@ -51,7 +51,7 @@ class Running:
     def __init__(self, tmp_path: Path, *args: str, **settings: str) -> None:
         self.log = tmp_path / f"{args[0]}.log"
         self.out = self.log.open("w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "services.cli", *args], cwd=tmp_path,
+        self.proc = subprocess.Popen([sys.executable, "-m", "avalon.services.cli", *args], cwd=tmp_path,
                                      env=env_for(tmp_path, **settings), stdout=self.out, stderr=subprocess.STDOUT)
 
     def text(self) -> str:
@@ -76,7 +76,7 @@ class Running:
 
 
 def test_a_closed_pipe_ends_quietly_without_a_traceback(tmp_path):
-    done = subprocess.run(f"{sys.executable} -m services.cli schema | head -n 1", shell=True, cwd=ROOT,
+    done = subprocess.run(f"{sys.executable} -m avalon.services.cli schema | head -n 1", shell=True, cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "{"
     assert done.stderr == "", done.stderr
@@ -193,7 +193,7 @@ def test_the_engine_waits_for_an_absent_broker_and_ctrl_c_during_start_up_ends_i
 
 
 def test_ctrl_c_during_simulate_ends_in_one_line(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "services.cli", "simulate", "--players", "7", "--games",
+    proc = subprocess.Popen([sys.executable, "-m", "avalon.services.cli", "simulate", "--players", "7", "--games",
                              "10000000"], cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     time.sleep(3)

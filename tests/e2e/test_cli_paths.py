@@ -42,7 +42,7 @@ def interrupted_at_random_moments(tmp_path: Path, *args: str, seed: int, until: 
         work.mkdir()
         scratch.mkdir()
         env = {**env_for(work, **settings), "TMPDIR": str(scratch)}
-        proc = subprocess.Popen([sys.executable, "-m", "services.cli", *args], cwd=work, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "avalon.services.cli", *args], cwd=work, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         delay = rng.uniform(floor, until)
         time.sleep(delay)
@@ -54,7 +54,7 @@ def interrupted_at_random_moments(tmp_path: Path, *args: str, seed: int, until: 
 def lifetime(tmp_path: Path, *args: str) -> float:
     """How long the command takes here when nobody interrupts it (the moments are drawn within it)."""
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "services.cli", *args], cwd=tmp_path, env=env_for(tmp_path),
+    done = subprocess.run([sys.executable, "-m", "avalon.services.cli", *args], cwd=tmp_path, env=env_for(tmp_path),
                           capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return time.monotonic() - started
@@ -141,7 +141,7 @@ def test_export_of_a_game_that_is_not_there_is_status_2_and_leaves_the_database_
 
 @pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
 def test_the_demo_in_persian_prints_on_a_terminal_that_cannot_show_it(tmp_path, encoding):
-    done = subprocess.run([sys.executable, "-m", "services.cli", "demo", "--lang", "fa", "--seed", "3"],
+    done = subprocess.run([sys.executable, "-m", "avalon.services.cli", "demo", "--lang", "fa", "--seed", "3"],
                           cwd=tmp_path, capture_output=True, timeout=300,
                           env={**env_for(tmp_path), "PYTHONIOENCODING": encoding})
     err = done.stderr.decode(encoding)
@@ -152,7 +152,7 @@ def test_the_demo_in_persian_prints_on_a_terminal_that_cannot_show_it(tmp_path, 
 
 
 def test_every_command_says_in_its_help_what_it_reads_from_the_environment(tmp_path):
-    from services.settings_check import reads
+    from avalon.services.settings_check import reads
 
     for command in ("run", "engine", "telegram", "email", "migrate", "export", "broker-users"):
         done = avalon(tmp_path, command, "--help")

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 
-from services.email_gateway.wording import link_body
-from services.email_gateway.words import email_words
+from avalon.services.email_gateway.wording import link_body
+from avalon.services.email_gateway.words import email_words
 from tests.e2e.email_support import Narrator, unseen, wait_until
 from tests.e2e.test_email_safety import bounce_for
 from tests.mailservers import MailUser, mail_servers  # noqa: F401 - the fixture

@@ -9,7 +9,7 @@ import asyncio
 import random
 
 
-from services.email_gateway.wording import link_body
+from avalon.services.email_gateway.wording import link_body
 from tests.e2e.email_support import MailPlayer, Narrator, wait_until
 from tests.mailservers import MailUser, mail_servers  # noqa: F401 - the fixture
 
@@ -26,7 +26,7 @@ class TypedPlayer(MailPlayer):
         await super().answer(message, body, url)
 
     def retype(self, body: str) -> str:
-        from services.email_gateway.wording import Intent, parse
+        from avalon.services.email_gateway.wording import Intent, parse
 
         players, seats = self.table() if self.table else ({}, ())
         intent = parse(body, players, seats)

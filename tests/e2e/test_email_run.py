@@ -22,7 +22,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from services.engine.store import Store
+from avalon.services.engine.store import Store
 from tests.mailservers import MailUser, mail_servers  # noqa: F401 - the fixture
 from tests.mailservers.dovecot import free_port
 
@@ -67,7 +67,7 @@ class Narrator:
     async def start(self) -> None:
         self.runs += 1
         with self.log.open("w") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "services.cli", "run"], cwd=self.tmp_path,
+            self.proc = subprocess.Popen([sys.executable, "-m", "avalon.services.cli", "run"], cwd=self.tmp_path,
                                          env=self.env, stdout=out, stderr=subprocess.STDOUT)
         await until(lambda: "engine ready" in self.log.read_text() or self.proc.poll() is not None, 60,
                     "the narrator to start")
@@ -98,7 +98,7 @@ class Narrator:
 
     def export(self, game_id: str) -> list[dict]:
         """The game's event log as `avalon export GAME_ID` prints it."""
-        done = subprocess.run([sys.executable, "-m", "services.cli", "export", game_id], cwd=self.tmp_path,
+        done = subprocess.run([sys.executable, "-m", "avalon.services.cli", "export", game_id], cwd=self.tmp_path,
                               env=self.env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         return [json.loads(line) for line in done.stdout.splitlines()]

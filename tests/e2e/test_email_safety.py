@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 
 from babel.dates import format_date, format_time
 
-from services.email_gateway.wording import link_body
-from shared.protocol import CommandEnvelope
+from avalon.services.email_gateway.wording import link_body
+from avalon.shared.protocol import CommandEnvelope
 from tests.e2e.email_support import Narrator, links_of, read_link, wait_until
 from tests.mailservers import MailUser, mail_servers  # noqa: F401 - the fixture
 
@@ -77,7 +77,7 @@ class Table:
         return await eventually(found, 30, f"{local}'s mail offering {kind} in phase {phase_id}")
 
     def kind_of(self, local: str, body: str) -> str | None:
-        from services.email_gateway.wording import Intent, parse
+        from avalon.services.email_gateway.wording import Intent, parse
 
         names = self.narrator.gateway.roster.names()
         game = self.narrator.gateway.games.get(GAME)
@@ -88,7 +88,7 @@ class Table:
     async def outcome(self, message_id: str) -> str:
         from sqlalchemy import select
 
-        from services.email_gateway.rows import SeenMailRow
+        from avalon.services.email_gateway.rows import SeenMailRow
 
         async def seen():
             async with self.narrator.store.engine.connect() as conn:

@@ -19,7 +19,7 @@ import time
 
 from sqlalchemy import text
 
-from services.engine.store import Store
+from avalon.services.engine.store import Store
 from tests.fakes.telegram_api import FakeTelegram
 
 NAMES = ["Ann", "Bob", "Cleo", "Dan", "Eve"]
@@ -44,7 +44,7 @@ class Narrator:
     async def start(self) -> None:
         self.runs += 1
         with self.log.open("w") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "services.cli", "run"], cwd=self.tmp_path,
+            self.proc = subprocess.Popen([sys.executable, "-m", "avalon.services.cli", "run"], cwd=self.tmp_path,
                                          env=self.env, stdout=out, stderr=subprocess.STDOUT)
         await self.fake.wait_for(lambda: "telegram gateway ready" in self.log.read_text() or self.proc.poll(),
                                  timeout=30, what="the narrator to start")

@@ -17,7 +17,7 @@ async def test_avalon_run_with_a_bot_token_opens_a_lobby_in_a_telegram_group(tmp
            "TELEGRAM_BOT_TOKEN": fake.token, "TELEGRAM_API_URL": fake.base_url, "LOG_LEVEL": "INFO"}
     log = tmp_path / "run.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "services.cli", "run"], cwd=tmp_path, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "avalon.services.cli", "run"], cwd=tmp_path, env=env,
                                 stdout=out, stderr=subprocess.STDOUT)
     try:
         await fake.wait_for(lambda: "telegram gateway ready" in log.read_text(), timeout=30,

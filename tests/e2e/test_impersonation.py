@@ -21,8 +21,8 @@ change in nothing else. The number of attempts of each kind is printed."""
 
 from __future__ import annotations
 
-from services.email_gateway.wording import link_body
-from shared.protocol import CommandEnvelope
+from avalon.services.email_gateway.wording import link_body
+from avalon.shared.protocol import CommandEnvelope
 
 from .mixed_support import flat
 from .secrets_attempts import (Attempts, answer_to, eventually, eventually_count, eventually_count_mail,

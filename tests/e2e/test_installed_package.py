@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.shaping import needs_shaping
+
 ROOT = Path(__file__).resolve().parents[2]
 SKIP = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", "*.db", ".env",
                               "tests", "bench", ".pytest_cache")
@@ -21,9 +23,9 @@ SKIP = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "_
 pytestmark = pytest.mark.slow
 
 RENDER = """
-import json, pathlib, shared.narration.render as r
-from shared.narration.render import LOCALES, Narrator, Recipient, Context, glossary
-from shared.protocol import EventEnvelope
+import json, pathlib, avalon.shared.narration.render as r
+from avalon.shared.narration.render import LOCALES, Narrator, Recipient, Context, glossary
+from avalon.shared.protocol import EventEnvelope
 envelope = EventEnvelope.model_validate({"message_id": "g:1", "game_id": "g", "seq": 1,
     "occurred_at": "2026-01-01T20:00:00Z", "audience": {"kind": "public"},
     "event": {"type": "player_joined", "player": "test:1"}})
@@ -87,3 +89,26 @@ def test_the_installed_avalon_plays_a_whole_game_and_migrates_a_database(install
     assert migrated.returncode == 0, migrated.stderr[-3000:]
     assert (work / "a.db").exists()
     assert sys.version_info >= (3, 11)
+
+
+DRAW = """
+import sys, pathlib, avalon.shared.pictures.canvas as canvas
+sys.path.insert(0, sys.argv[1])  # the golden game and its names, from the checkout's tests
+from picture_game import NAMES, golden_game, mid_game
+from avalon.shared.pictures import draw_board, draw_end, picture_of
+out = pathlib.Path(sys.argv[2])
+(out / "board.fa.png").write_bytes(draw_board(picture_of(mid_game(golden_game())), NAMES, "fa"))
+(out / "end.vi.png").write_bytes(draw_end(picture_of(golden_game()), NAMES, "vi"))
+print(canvas.FONTS)
+"""
+
+
+@needs_shaping
+def test_the_installed_package_draws_the_golden_pictures_with_its_own_fonts(installed):
+    python, work = installed
+    out = run(installed, "-c", DRAW, str(ROOT / "tests" / "unit"), str(work))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "site-packages" in out.stdout and not out.stdout.startswith(str(ROOT)), out.stdout
+    golden = ROOT / "tests" / "golden" / "pictures"
+    assert (work / "board.fa.png").read_bytes() == (golden / "board.fa.png").read_bytes()
+    assert (work / "end.vi.png").read_bytes() == (golden / "end.vi.png").read_bytes()

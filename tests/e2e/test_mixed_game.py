@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import random
 
-from services.email_gateway.wording import Intent, link_body, parse
-from shared.narration.render import Context, Narrator, Recipient
+from avalon.services.email_gateway.wording import Intent, link_body, parse
+from avalon.shared.narration.render import Context, Narrator, Recipient
 from tests.e2e.email_support import links_of, read_link
 from tests.e2e.mixed_support import (MixedNarrator, TelegramTable, TypedMailPlayer, flat, mail_text, said,
                                      wait_until)

@@ -50,7 +50,7 @@ def test_avalon_run_starts_the_embedded_narrator_and_stops_cleanly_on_sigterm(tm
     env = {**os.environ, "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'avalon.db'}", "LOG_LEVEL": "INFO"}
     log = tmp_path / "run.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "services.cli", "run"], cwd=tmp_path, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "avalon.services.cli", "run"], cwd=tmp_path, env=env,
                                 stdout=out, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 30

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared import ops
+from avalon.shared import ops
 
 
 def texts(fake, chat) -> list[str]:
@@ -74,7 +74,7 @@ async def test_a_message_telegram_refuses_is_dead_the_host_is_told_and_the_next_
 async def _errors(gateway) -> list[str]:
     from sqlalchemy import select
 
-    from shared.delivery.rows import OutboxRow
+    from avalon.shared.delivery.rows import OutboxRow
 
     async with gateway.outbox.engine.connect() as conn:
         rows = await conn.execute(select(OutboxRow.last_error).where(OutboxRow.state == "dead"))

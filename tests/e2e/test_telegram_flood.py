@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from services.telegram_gateway.sender import Limits
+from avalon.services.telegram_gateway.sender import Limits
 
 from .conftest import NAMES
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from services.engine.deadlines import DeadlineScheduler
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
-from shared.bus.rabbit import RabbitBus
-from shared.narration.render import Context, Narrator, Recipient
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
+from avalon.shared.bus.rabbit import RabbitBus
+from avalon.shared.narration.render import Context, Narrator, Recipient
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fakes.telegram_markup import parse_html
 from tests.integration.conftest import amqp_url, rabbit_prefix, require_rabbitmq  # noqa: F401
@@ -50,7 +50,7 @@ class Gateway:
         with self.log.open("a") as out:
             out.write(f"--- start {self.starts}\n")
             out.flush()
-            self.proc = subprocess.Popen([sys.executable, "-m", "services.cli", "telegram"], cwd=ROOT, env=self.env,
+            self.proc = subprocess.Popen([sys.executable, "-m", "avalon.services.cli", "telegram"], cwd=ROOT, env=self.env,
                                          stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while self.log.read_text().count("telegram gateway ready") < self.starts:

@@ -5,7 +5,7 @@ with the bot, naming them in the seat order."""
 
 from __future__ import annotations
 
-from shared.protocol import CommandEnvelope
+from avalon.shared.protocol import CommandEnvelope
 
 MIRA, OLAF = "mail:mira@example.org", "mail:olaf@example.org"
 

@@ -3,7 +3,7 @@ names travel with the events (docs/protocol.md, `people`)."""
 
 from __future__ import annotations
 
-from shared.protocol import CommandEnvelope
+from avalon.shared.protocol import CommandEnvelope
 
 
 async def test_a_mail_player_who_joins_a_telegram_game_is_named_in_the_group(world):

@@ -16,11 +16,11 @@ import re
 
 import pytest
 
-from services.engine.deadlines import DeadlineScheduler
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
-from shared.bus.rabbit import RabbitBus
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
+from avalon.shared.bus.rabbit import RabbitBus
 from tests.fakes.telegram_api import FakeTelegram
 
 from .conftest import FAST, NAMES, GatewayProcess, require_rabbitmq

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from services.telegram_gateway.main import TelegramRunner
-from shared.bus import InProcessBus
-from shared.config import Settings
+from avalon.services.telegram_gateway.main import TelegramRunner
+from avalon.shared.bus import InProcessBus
+from avalon.shared.config import Settings
 from tests.fakes.telegram_api import FakeTelegram
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
-from shared.narration.render import html_to_text, ui_text
-from shared.throttle import Throttle
+from avalon.shared.narration.render import html_to_text, ui_text
+from avalon.shared.throttle import Throttle
 
 from .test_telegram_flood import ended, open_lobby, play_to_the_end, start, texts
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import aiohttp
 
-from services.telegram_gateway.main import WEBHOOK_PATH, TelegramRunner
-from shared.bus import InProcessBus
-from shared.config import Settings
+from avalon.services.telegram_gateway.main import WEBHOOK_PATH, TelegramRunner
+from avalon.shared.bus import InProcessBus
+from avalon.shared.config import Settings
 from tests.fakes.telegram_api import FakeTelegram
 
 

@@ -21,9 +21,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import text
 
-from services.engine.store import Store
-from shared.bus.rabbit import RabbitBus
-from shared.protocol import CommandEnvelope, EventEnvelope
+from avalon.services.engine.store import Store
+from avalon.shared.bus.rabbit import RabbitBus
+from avalon.shared.protocol import CommandEnvelope, EventEnvelope
 from tests.faults.ledger import Tally
 
 #: Events that are one player's move: the same (type, player, phase) twice is a doubled move.

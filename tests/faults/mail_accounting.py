@@ -19,9 +19,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, text
 
-from services.email_gateway.inbound import key_id
-from shared.narration.render import Context, Narrator, Recipient
-from shared.protocol import EventEnvelope
+from avalon.services.email_gateway.inbound import key_id
+from avalon.shared.narration.render import Context, Narrator, Recipient
+from avalon.shared.protocol import EventEnvelope
 
 #: never a mail of their own (README: "X has voted" is never a mail)
 QUIET = {"player_voted", "player_played_card", "profile_updated"}

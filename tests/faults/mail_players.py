@@ -14,7 +14,7 @@ from email.message import EmailMessage
 
 import aiosmtplib
 
-from shared.protocol import CommandEnvelope
+from avalon.shared.protocol import CommandEnvelope
 from tests.e2e.email_support import links_of, read_link
 from tests.faults.mail_world import Mailbox, MailWorld
 from tests.mailservers import MailUser
@@ -114,8 +114,8 @@ class MailTable:
 
     async def start(self) -> None:
         if self.timers:  # short deadlines: options a host sets in the lobby (by mail there is no word for it)
-            from services.engine.rules import Options
-            from shared.game.options import Timers
+            from avalon.services.engine.rules import Options
+            from avalon.shared.game.options import Timers
 
             options = Options.preset_defaults("classic", timers=Timers(**self.timers)).to_dict()
             await self.world.bus.send_command(CommandEnvelope(

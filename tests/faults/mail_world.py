@@ -21,8 +21,8 @@ from email.message import EmailMessage
 from email.policy import default
 from pathlib import Path
 
-from services.engine.store import Store
-from shared.bus.rabbit import RabbitBus
+from avalon.services.engine.store import Store
+from avalon.shared.bus.rabbit import RabbitBus
 from tests.integration.engine_support import create_pg_database, drop_pg_database
 from tests.faults.world import ServiceProcess
 from tests.mailservers import require_mail_servers, start_mail_servers, stop_mail_servers

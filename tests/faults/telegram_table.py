@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from services.telegram_gateway import ids
+from avalon.services.telegram_gateway import ids
 from tests.e2e.conftest import NAMES
 from tests.e2e.test_telegram_flood import ended, open_lobby, start
 

@@ -11,12 +11,12 @@ import re
 
 import pytest
 
-from services.email_gateway.compose import Identity
-from services.email_gateway.gateway import EmailGateway
-from services.email_gateway.smtp import SmtpSender
-from services.email_gateway.tokens import Tokens
-from shared.bus import InProcessBus
-from shared.db import make_engine, migrate
+from avalon.services.email_gateway.compose import Identity
+from avalon.services.email_gateway.gateway import EmailGateway
+from avalon.services.email_gateway.smtp import SmtpSender
+from avalon.services.email_gateway.tokens import Tokens
+from avalon.shared.bus import InProcessBus
+from avalon.shared.db import make_engine, migrate
 from tests.e2e.email_support import SECRET, Narrator, links_of, read_link, wait_until
 from tests.faults.mail_players import EXAMPLE_TEAM, text_of
 from tests.mailservers import MailUser, mail_servers  # noqa: F401 - the fixture

@@ -84,7 +84,7 @@ class World:
 
     async def where_stuck(self) -> str:
         """For a failure's message: where the first games that did not end stand in the engine's log."""
-        from services.engine.store import Store
+        from avalon.services.engine.store import Store
 
         store = Store(self.db_url)
         lines = []

@@ -26,8 +26,8 @@ import time
 
 import pytest
 
-from services.engine.store import Store
-from shared.bus.rabbit import RabbitBus
+from avalon.services.engine.store import Store
+from avalon.shared.bus.rabbit import RabbitBus
 from tests.fakes.telegram_api import FakeTelegram
 from tests.faults.ledger import record
 from tests.faults.telegram_accounting import Accounting, expected, missing

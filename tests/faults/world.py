@@ -194,7 +194,7 @@ OURS = ("EMAIL_", "SMTP_", "IMAP_", "TELEGRAM_", "DATABASE_", "AMQP_", "BUS_")
 
 
 class ServiceProcess:
-    """``python -m services.cli <command>`` with ``env`` (over this process's environment, less the
+    """``python -m avalon.services.cli <command>`` with ``env`` (over this process's environment, less the
     developer's own settings); ``kill()`` is SIGKILL, ``start()`` again appends to the same log and
     waits for the ready line."""
 
@@ -211,7 +211,7 @@ class ServiceProcess:
         with self.log.open("a") as out:
             out.write(f"--- start {self.starts}\n")
             out.flush()
-            self.proc = subprocess.Popen([sys.executable, "-m", "services.cli", self.command], cwd=ROOT,
+            self.proc = subprocess.Popen([sys.executable, "-m", "avalon.services.cli", self.command], cwd=ROOT,
                                          env=self.env, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while self.text().count(self.ready) < self.starts:

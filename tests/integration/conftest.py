@@ -18,8 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 import aio_pika
 import pytest
 
-from shared.bus import InProcessBus
-from shared.bus.rabbit import RabbitBus
+from avalon.shared.bus import InProcessBus
+from avalon.shared.bus.rabbit import RabbitBus
 
 DEFAULT_AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/"
 

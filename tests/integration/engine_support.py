@@ -10,10 +10,10 @@ from dataclasses import replace
 
 import asyncpg
 
-from shared.protocol import CommandEnvelope, from_core_command
-from services.engine.rules import CreateGame, Join, Options, StartGame
-from services.engine.simulate import random_command
-from services.engine.store import Store
+from avalon.shared.protocol import CommandEnvelope, from_core_command
+from avalon.services.engine.rules import CreateGame, Join, Options, StartGame
+from avalon.services.engine.simulate import random_command
+from avalon.services.engine.store import Store
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 

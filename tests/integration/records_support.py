@@ -8,10 +8,10 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from shared.protocol import EventEnvelope, audience_model, event_body
-from services.engine.rules import CreateGame, Join, Options, StartGame, apply, new_game
-from services.engine.simulate import random_command
-from services.engine.store import Store
+from avalon.shared.protocol import EventEnvelope, audience_model, event_body
+from avalon.services.engine.rules import CreateGame, Join, Options, StartGame, apply, new_game
+from avalon.services.engine.simulate import random_command
+from avalon.services.engine.store import Store
 
 BASE = datetime(2026, 1, 1, tzinfo=timezone.utc)
 OPTIONS = (Options(), replace(Options(), lady=True), replace(Options(), lady=True, excalibur=True))

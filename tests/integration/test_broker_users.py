@@ -17,11 +17,11 @@ import aio_pika
 import aiormq.exceptions
 import pytest
 
-from services import broker_users
-from services.broker_users import Management, ManagementError, admin_from, create, ensure_users, user_name
-from services.cli import main
-from shared.bus.rabbit import COMMAND_ROUTING_KEY, RabbitBus, TopologyMissing
-from shared.protocol import CommandEnvelope
+from avalon.services import broker_users
+from avalon.services.broker_users import Management, ManagementError, admin_from, create, ensure_users, user_name
+from avalon.services.cli import main
+from avalon.shared.bus.rabbit import COMMAND_ROUTING_KEY, RabbitBus, TopologyMissing
+from avalon.shared.protocol import CommandEnvelope
 from tests.integration.conftest import require_rabbitmq
 from tests.integration.test_rabbit_bus import TIMEOUT, event, eventually, quiet
 
@@ -246,9 +246,9 @@ async def test_the_engine_believes_a_gateway_only_for_its_own_channel_and_its_ow
     game's commands. Its own player acting is applied; the same user claiming to be a mail player,
     the email channel or the scheduler is dead-lettered and changes nothing; and a publisher cannot
     claim another broker user (RabbitMQ itself refuses a ``user_id`` that is not the login's)."""
-    from services.channels import channel_map
-    from services.engine.service import EngineService
-    from services.engine.store import Store
+    from avalon.services.channels import channel_map
+    from avalon.services.engine.service import EngineService
+    from avalon.services.engine.store import Store
 
     engine_bus, telegram = await buses("engine"), await buses("telegram")
     store = Store(f"sqlite+aiosqlite:///{tmp_path / 'engine.db'}")

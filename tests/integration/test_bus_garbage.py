@@ -22,13 +22,13 @@ import aio_pika
 import pytest
 from sqlalchemy import select
 
-from services.engine.deadlines import DeadlineScheduler
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.simulate import random_command
-from services.engine.store import Store
-from services.engine.rows import GameRow
-from shared.protocol import EventEnvelope, from_core_command
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.simulate import random_command
+from avalon.services.engine.store import Store
+from avalon.services.engine.rows import GameRow
+from avalon.shared.protocol import EventEnvelope, from_core_command
 
 from .conftest import rabbit_buses, require_rabbitmq
 from .engine_support import create_pg_database, drop_pg_database, lobby_commands, wait_processed

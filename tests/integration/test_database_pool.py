@@ -9,7 +9,7 @@ import asyncio
 import asyncpg
 from sqlalchemy import text
 
-from shared.db import POOL_BASE, REST_BEFORE_PING, make_engine
+from avalon.shared.db import POOL_BASE, REST_BEFORE_PING, make_engine
 from tests.integration.engine_support import PG_ADMIN, create_pg_database, drop_pg_database
 
 

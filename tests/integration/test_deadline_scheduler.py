@@ -6,7 +6,7 @@ import asyncio
 import logging
 from datetime import datetime, timedelta, timezone
 
-from services.engine.deadlines import DeadlineScheduler
+from avalon.services.engine.deadlines import DeadlineScheduler
 
 
 class Recorder:

@@ -8,9 +8,9 @@ import asyncio
 
 import pytest
 
-from services.engine.store import Store
-from shared import ops
-from shared.delivery.outbox import Outbox, Outgoing, Undeliverable
+from avalon.services.engine.store import Store
+from avalon.shared import ops
+from avalon.shared.delivery.outbox import Outbox, Outgoing, Undeliverable
 from tests.integration.engine_support import create_pg_database, drop_pg_database
 
 

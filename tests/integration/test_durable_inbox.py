@@ -10,12 +10,12 @@ import asyncio
 import pytest
 from sqlalchemy import func, select
 
-from shared.bus import InProcessBus, PoisonMessage
-from shared.bus.inbox import INBOX, InboxMissing
-from shared.protocol import CommandEnvelope
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
+from avalon.shared.bus import InProcessBus, PoisonMessage
+from avalon.shared.bus.inbox import INBOX, InboxMissing
+from avalon.shared.protocol import CommandEnvelope
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
 
 from .engine_support import create_pg_database, drop_pg_database, lobby_commands, wait_processed
 

@@ -13,7 +13,7 @@ from email.policy import default
 
 import pytest
 
-from services.email_gateway.imap import MailboxWatcher, MemoryStateStore
+from avalon.services.email_gateway.imap import MailboxWatcher, MemoryStateStore
 from tests.mailservers import MailServers, MailUser, mail_servers  # noqa: F401 (fixture)
 
 

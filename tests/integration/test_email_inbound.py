@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from services.email_gateway.compose import Identity
-from services.email_gateway.gateway import EmailGateway
-from services.email_gateway.notes import MailNotes
-from shared.delivery.channel import Game
-from shared.delivery.table import Seats, Table, Turn
-from services.email_gateway.tokens import Tokens
-from shared.db import make_engine, migrate
-from shared.protocol import Person
+from avalon.services.email_gateway.compose import Identity
+from avalon.services.email_gateway.gateway import EmailGateway
+from avalon.services.email_gateway.notes import MailNotes
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.table import Seats, Table, Turn
+from avalon.services.email_gateway.tokens import Tokens
+from avalon.shared.db import make_engine, migrate
+from avalon.shared.protocol import Person
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "email_fixtures"
 NO_FIXTURES = "../shared/email_fixtures is not beside the clone: real auto-replies and bounces are not checked"
@@ -168,3 +168,114 @@ async def test_a_valid_token_from_its_player_acts_and_another_players_token_does
     await gateway.on_mail(2, vote("ann@example.org", 2))
     sent = [c for c in gateway.bus.commands if c.command.type == "cast_vote"]
     assert len(sent) == 1 and sent[0].actor == ann and sent[0].phase_id == 7 and sent[0].command.approve
+
+
+# -- a player whose mail bounced writes again ----------------------------------------------------
+
+HOST, BOB = "mail:host@example.org", "mail:bob@example.org"
+
+
+def table_with(gateway, game_id: str, phase: str, phase_id: int, *, bob_offer: bool = False, over: bool = False):
+    """A game the gateway knows, Bob seated (offered a quest card in it when ``bob_offer``)."""
+    from avalon.shared.protocol import ChoicesOffered
+
+    offers = {BOB: ChoicesOffered(player=BOB, phase=phase, phase_id=phase_id, choices=(
+        {"kind": "play_card", "cards": ("success", "fail")},))} if bob_offer else {}
+    gateway.games[game_id] = Game(Table(game_id, seats=Seats(host=HOST, players=[HOST, BOB]), over=over,
+                                        turn=Turn(phase=phase, phase_id=phase_id, offers=offers)), MailNotes(game_id))
+    gateway.roster.people[BOB] = Person(display_name="Bob", language="en")
+
+
+def from_bob(gateway, n: int, text: str, game_id: str | None = None, sender: str = "bob@example.org",
+             extra: str = "") -> bytes:
+    to = f"narrator+{gateway.tokens.make(game_id, 'bob@example.org')}@example.org" if game_id else NARRATOR
+    return (f"From: {sender}\r\nTo: {to}\r\nSubject: Re: Avalon\r\nMessage-ID: <back{n}@example.org>\r\n{extra}\r\n"
+            f"{text}\r\n").encode()
+
+
+async def bob_bounced(gateway) -> None:
+    await gateway.on_mail(100, bounce("bob@example.org", our_headers(gateway, "mail-q", "bob@example.org"), n=100))
+    await gateway.outbox.idle(5)
+    assert (await gateway.store.contact("bob@example.org")).failing
+    gateway.smtp.sent.clear()
+
+
+def asked(gateway, kind: str) -> list[tuple[str, str]]:
+    return [(c.game_id, c.actor) for c in gateway.bus.commands if c.command.type == kind]
+
+
+def game_commands(gateway) -> list[tuple[str, str]]:
+    return [(c.game_id, c.command.type) for c in gateway.bus.commands if not c.game_id.startswith("profile:")]
+
+
+def host_mails(gateway) -> list[str]:
+    return [m.get_body(("plain",)).get_content() for m in gateway.smtp.sent if str(m["To"]) == "host@example.org"]
+
+
+async def test_a_player_whose_mail_bounced_writes_again_and_the_engine_sends_what_is_open_in_each_game(gateway):
+    table_with(gateway, "mail-q", "quest", 9, bob_offer=True)
+    table_with(gateway, "mail-v", "vote", 4)
+    table_with(gateway, "mail-l", "lobby", 1)  # no choices in a lobby
+    table_with(gateway, "mail-o", "quest", 3, over=True)  # nothing for a game that is over
+    await bob_bounced(gateway)
+
+    # back: a vote in one game, by its link; the vote answers that game's choice, so only the
+    # other game under way is asked for Bob's choices again
+    await gateway.on_mail(1, from_bob(gateway, 1, "approve #4", "mail-v"))
+    await gateway.outbox.idle(5)
+    assert game_commands(gateway) == [("mail-v", "cast_vote"), ("mail-q", "show_choices")]
+    assert asked(gateway, "show_choices") == [("mail-q", BOB)]
+    assert not (await gateway.store.contact("bob@example.org")).failing
+    told = host_mails(gateway)
+    assert len(told) == 3 and all("Bob (bob@example.org) works again" in t for t in told), told  # not mail-o
+
+    # writing again once it works: nothing sent again, the host told nothing
+    gateway.smtp.sent.clear()
+    await gateway.on_mail(3, from_bob(gateway, 3, "status", "mail-q"))
+    await gateway.outbox.idle(5)
+    assert asked(gateway, "show_choices") == [("mail-q", BOB)] and host_mails(gateway) == []
+
+
+async def test_a_players_words_with_no_command_get_what_is_open_instead_of_a_refusal_once_back(gateway):
+    table_with(gateway, "mail-q", "quest", 9, bob_offer=True)
+    await bob_bounced(gateway)
+    await gateway.on_mail(1, from_bob(gateway, 1, "Hello, my mailbox is fixed, sorry!"))  # no link, one game
+    await gateway.outbox.idle(5)
+    assert game_commands(gateway) == [("mail-q", "show_choices")]
+    assert [str(m["To"]) for m in gateway.smtp.sent] == ["host@example.org"], "no refusal to Bob"
+    # the role card by its word, in each language; once back, words with no command are refused again
+    for n, word in enumerate(("role", "نقش", "роль", "nhân vật", "rol", "mon rôle"), start=2):
+        await gateway.on_mail(n, from_bob(gateway, n, word, "mail-q"))
+    assert asked(gateway, "show_role") == [("mail-q", BOB)] * 6
+    await gateway.on_mail(9, from_bob(gateway, 9, "Hello again"))
+    await gateway.outbox.idle(5)
+    assert "could not find a command" in gateway.smtp.sent[-1].get_body(("plain",)).get_content()
+    assert len(asked(gateway, "show_choices")) == 1
+
+
+async def test_a_forged_bounce_a_stranger_or_a_forged_sender_brings_nothing_back(gateway):
+    table_with(gateway, "mail-q", "quest", 9, bob_offer=True)
+    # a forged bounce (it quotes no mail of ours to Bob): Bob's address is not failing, so his
+    # next mail is only what it asks
+    await gateway.on_mail(1, bounce("bob@example.org", n=1))
+    await gateway.on_mail(2, from_bob(gateway, 2, "status", "mail-q"))
+    await gateway.outbox.idle(5)
+    assert game_commands(gateway) == [("mail-q", "show_board")]
+    assert gateway.smtp.sent == [], "nothing told to the host, nothing to Bob"
+
+    await bob_bounced(gateway)
+    gateway.bus.commands.clear()
+    # while it fails: a stranger, a forged From with Bob's address (the server says DMARC failed),
+    # the host writing: none of them is Bob writing again
+    await gateway.on_mail(3, (f"From: zed@example.com\r\nTo: {NARRATOR}\r\nSubject: hi\r\n"
+                              "Message-ID: <z3@example.com>\r\n\r\nrole\r\n").encode())
+    await gateway.on_mail(4, from_bob(gateway, 4, "role", "mail-q", extra=(
+        "Authentication-Results: mx.example.org; dmarc=fail (p=reject) header.from=example.org\r\n")))
+    await gateway.on_mail(5, (f"From: host@example.org\r\nTo: {NARRATOR}\r\nSubject: hi\r\n"
+                              "Message-ID: <h5@example.org>\r\n\r\nstatus\r\n").encode())
+    await gateway.outbox.idle(5)
+    assert [(c.actor, c.command.type) for c in gateway.bus.commands if c.game_id == "mail-q"] == [
+        (HOST, "show_board")]
+    assert (await gateway.store.contact("bob@example.org")).failing, "still failing: Bob has not written"
+    assert not [t for t in host_mails(gateway) if "works again" in t]
+    assert "bob@example.org" not in [str(m["To"]) for m in gateway.smtp.sent], "nothing sent to Bob"

@@ -18,9 +18,9 @@ import aiosmtplib
 import pytest
 from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 
-from services.email_gateway.compose import Identity, build_mail
-from services.email_gateway.smtp import PermanentFailure, SmtpSender
-from services.email_gateway.tokens import Tokens
+from avalon.services.email_gateway.compose import Identity, build_mail
+from avalon.services.email_gateway.smtp import PermanentFailure, SmtpSender
+from avalon.services.email_gateway.tokens import Tokens
 
 NARRATOR = Identity("narrator@example.org", "Avalon")
 PLAYER = "maryam@example.net"

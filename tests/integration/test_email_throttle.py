@@ -12,10 +12,10 @@ import asyncio
 
 from sqlalchemy import delete, func, select
 
-from services.email_gateway.rows import MailboxRow, SeenMailRow
-from services.email_gateway.words import email_words
-from services.engine.rows import GameRow
-from shared.throttle import Throttle
+from avalon.services.email_gateway.rows import MailboxRow, SeenMailRow
+from avalon.services.email_gateway.words import email_words
+from avalon.services.engine.rows import GameRow
+from avalon.shared.throttle import Throttle
 from tests.e2e.email_support import Narrator, wait_until
 from tests.integration.test_email_imap import flags_and_subjects, strip_flags
 from tests.mailservers import MailUser, mail_servers  # noqa: F401 - the fixture

@@ -3,7 +3,7 @@ alone, as dealt and as offered, changing nothing; asked by anyone else, refused 
 
 from __future__ import annotations
 
-from shared.protocol import CommandEnvelope
+from avalon.shared.protocol import CommandEnvelope
 
 from .engine_support import lobby_commands
 from .test_engine_service import harness  # noqa: F401 - the fixture

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from shared.protocol import CommandEnvelope, from_core_command
-from services.engine.rules import CastVote, Phase
-from services.engine.simulate import random_command
-from services.engine.store import Store
-from services.engine.rows import GameRow, ProcessedCommand
+from avalon.shared.protocol import CommandEnvelope, from_core_command
+from avalon.services.engine.rules import CastVote, Phase
+from avalon.services.engine.simulate import random_command
+from avalon.services.engine.store import Store
+from avalon.services.engine.rows import GameRow, ProcessedCommand
 
 from .conftest import rabbit_buses, require_rabbitmq
 from .engine_support import create_pg_database, drop_pg_database, lobby_commands, wait_processed
@@ -38,7 +38,7 @@ class EngineProcess:
 
     async def start(self) -> None:
         self.handle = open(self.log, "a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "services.cli", "engine"], cwd=ROOT, env=self.env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "avalon.services.cli", "engine"], cwd=ROOT, env=self.env,
                                      stdout=self.handle, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while "engine ready" not in self.log.read_text():

@@ -12,15 +12,15 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import update
 
-from shared.bus import InProcessBus
-from shared.protocol import EVENT_MODELS, CommandEnvelope, EventEnvelope, from_core_command, to_core_event
-from services.engine.deadlines import DeadlineScheduler
-from services.engine import moves as moves_module
-from services.engine.rules import Phase, replay_events
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
-from services.engine.rows import GameRow
+from avalon.shared.bus import InProcessBus
+from avalon.shared.protocol import EVENT_MODELS, CommandEnvelope, EventEnvelope, from_core_command, to_core_event
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.engine import moves as moves_module
+from avalon.services.engine.rules import Phase, replay_events
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
+from avalon.services.engine.rows import GameRow
 
 from .engine_support import (
     lobby_commands,
@@ -294,14 +294,14 @@ async def test_a_finished_game_is_exported_and_replays_to_the_same_end(harness, 
     for envelope in lobby_commands("gx", 5):
         await harness.send_and_wait(envelope)
     await play_to_the_end(harness.send, harness.store, "gx")
-    out = subprocess.run([sys.executable, "-m", "services.cli", "export", "gx"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "avalon.services.cli", "export", "gx"], capture_output=True, text=True,
                          env={**os.environ, "DATABASE_URL": harness.url}, check=True).stdout
     envelopes = [EventEnvelope.model_validate(json.loads(line)) for line in out.splitlines()]
     assert envelopes[0].event.type == "game_created", "a finished game exports its seed and deal too"
     replayed = replay_events(to_core_event(e.event) for e in envelopes if e.event.type in EVENT_MODELS)
     final = (await harness.store.load("gx")).state
     assert (replayed.winner, replayed.cause, replayed.roles) == (final.winner, final.cause, final.roles)
-    missing = subprocess.run([sys.executable, "-m", "services.cli", "export", "nope"], capture_output=True,
+    missing = subprocess.run([sys.executable, "-m", "avalon.services.cli", "export", "nope"], capture_output=True,
                              text=True, env={**os.environ, "DATABASE_URL": harness.url})
     assert missing.returncode == 2 and "no game" in missing.stderr
 
@@ -512,9 +512,9 @@ async def test_ids_a_flush_could_not_mark_are_marked_by_the_next(harness, monkey
 async def test_a_reminder_in_a_private_assassination_does_not_name_the_shooter(harness):
     """docs/rules.md section 5: with a private evil conference the table is not told who takes the
     shot; the reminder before its deadline must not tell it either (it named the shooter to the group)."""
-    from shared.game import Card, CastVote, PlayCard
-    from services.engine.rules import Phase as P
-    from services.engine.simulate import random_command
+    from avalon.shared.game import Card, CastVote, PlayCard
+    from avalon.services.engine.rules import Phase as P
+    from avalon.services.engine.simulate import random_command
 
     for envelope in lobby_commands("g-shot", 5):
         await harness.send_and_wait(envelope)

@@ -9,14 +9,14 @@ import asyncio
 import pytest
 from aiogram.client.default import DefaultBotProperties
 
-from shared.bus import InProcessBus
-from shared.protocol import CommandEnvelope, EventEnvelope, Person
-from services.engine.deadlines import DeadlineScheduler
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
-from services.telegram_gateway.gateway import TelegramGateway
-from services.telegram_gateway.sender import Limits
+from avalon.shared.bus import InProcessBus
+from avalon.shared.protocol import CommandEnvelope, EventEnvelope, Person
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
+from avalon.services.telegram_gateway.gateway import TelegramGateway
+from avalon.services.telegram_gateway.sender import Limits
 from tests.fakes import FakeTelegram
 
 from .engine_support import wait_processed

@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import random
 
-from services.engine.deadlines import DeadlineScheduler
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
 from tests.integration.test_two_channels import act, send
 
 GAME = "mixed-1"

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from services.engine import record_queries as q
-from services.engine.records import SqlWriter, project, rebuild
-from services.engine.rows import FinishedGameRow, SeatRecordRow
-from services.engine.conflicts import Conflict, Duplicate
-from services.engine.store import Store
-from shared.game.codes import game_code
+from avalon.services.engine import record_queries as q
+from avalon.services.engine.records import SqlWriter, project, rebuild
+from avalon.services.engine.rows import FinishedGameRow, SeatRecordRow
+from avalon.services.engine.conflicts import Conflict, Duplicate
+from avalon.services.engine.store import Store
+from avalon.shared.game.codes import game_code
 
 from .records_support import commit_games, counters_of, game_requests, recount
 
@@ -139,17 +139,17 @@ async def test_avalon_stats_rebuild_and_export_by_code(store):
     ids = await commit_games(store, 5, PEOPLE, TABLES, seed=8)
     incremental = await snapshot(store)
     env = {**os.environ, "DATABASE_URL": store.url}
-    done = subprocess.run([sys.executable, "-m", "services.cli", "stats", "rebuild"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "avalon.services.cli", "stats", "rebuild"], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "5 finished games" in done.stdout
     assert await snapshot(store) == incremental
     code = game_code(ids[2])
-    out = subprocess.run([sys.executable, "-m", "services.cli", "export", code.lower().replace("-", "")],
+    out = subprocess.run([sys.executable, "-m", "avalon.services.cli", "export", code.lower().replace("-", "")],
                          cwd=ROOT, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == (await store.event_log(ids[2], include_internal=True))[0].model_dump_json()
-    unknown = subprocess.run([sys.executable, "-m", "services.cli", "export", "ZZZZ-ZZZZ"], cwd=ROOT, env=env,
+    unknown = subprocess.run([sys.executable, "-m", "avalon.services.cli", "export", "ZZZZ-ZZZZ"], cwd=ROOT, env=env,
                              capture_output=True, text=True)
     assert unknown.returncode == 2 and "no game" in unknown.stderr
 
@@ -157,10 +157,10 @@ async def test_avalon_stats_rebuild_and_export_by_code(store):
 def test_avalon_stats_rebuild_without_a_database_says_so_in_one_line_and_creates_none(tmp_path):
     path = tmp_path / "none.db"
     env = {**os.environ, "DATABASE_URL": f"sqlite+aiosqlite:///{path}"}
-    done = subprocess.run([sys.executable, "-m", "services.cli", "stats", "rebuild"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "avalon.services.cli", "stats", "rebuild"], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "no database at" in done.stderr
     assert not path.exists()
-    wrong = subprocess.run([sys.executable, "-m", "services.cli", "stats", "erase"], cwd=ROOT, env=env,
+    wrong = subprocess.run([sys.executable, "-m", "avalon.services.cli", "stats", "erase"], cwd=ROOT, env=env,
                            capture_output=True, text=True)
     assert wrong.returncode == 2 and "invalid choice" in wrong.stderr

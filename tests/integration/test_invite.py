@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from shared.bus import InProcessBus
-from shared.narration.render import Context, Narrator, Recipient
-from shared.protocol import CommandEnvelope, EventEnvelope
-from services.engine.deadlines import DeadlineScheduler
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
+from avalon.shared.bus import InProcessBus
+from avalon.shared.narration.render import Context, Narrator, Recipient
+from avalon.shared.protocol import CommandEnvelope, EventEnvelope
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
 
 from .engine_support import wait_processed
 

@@ -12,14 +12,14 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from shared.bus import InProcessBus
-from shared.ops import Readiness, serve_ops
-from shared.protocol import from_core_command
-from services.engine.deadlines import DeadlineScheduler
-from services.engine.rules import CreateGame, Join, Options, StartGame
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
+from avalon.shared.bus import InProcessBus
+from avalon.shared.ops import Readiness, serve_ops
+from avalon.shared.protocol import from_core_command
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.engine.rules import CreateGame, Join, Options, StartGame
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
 
 from .engine_support import player_ids, wait_processed
 

@@ -11,18 +11,18 @@ from alembic import command as alembic_command
 from alembic.config import Config
 from sqlalchemy import inspect, text
 
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
-from shared.bus import InProcessBus
-from shared.db import make_engine
-from shared.protocol import CommandEnvelope
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
+from avalon.shared.bus import InProcessBus
+from avalon.shared.db import make_engine
+from avalon.shared.protocol import CommandEnvelope
 from tests.integration.engine_support import lobby_commands, wait_processed
 
 
 async def _migrate_to(engine, revision: str, *, down: bool = False) -> None:
     config = Config()
-    config.set_main_option("script_location", str(resources.files("shared") / "migrations"))
+    config.set_main_option("script_location", str(resources.files("avalon.shared") / "migrations"))
 
     def run(connection) -> None:
         config.attributes["connection"] = connection

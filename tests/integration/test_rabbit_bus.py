@@ -19,9 +19,9 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import aio_pika
 import pytest
 
-from shared.bus import PoisonMessage, Unroutable
-from shared.protocol import AudienceModel, CommandEnvelope, CommandRejected, EventEnvelope, utcnow
-from shared.game.events import AudienceKind
+from avalon.shared.bus import PoisonMessage, Unroutable
+from avalon.shared.protocol import AudienceModel, CommandEnvelope, CommandRejected, EventEnvelope, utcnow
+from avalon.shared.game.events import AudienceKind
 
 TIMEOUT = 10.0
 
@@ -454,7 +454,7 @@ async def test_after_the_connection_drops_mid_handler_the_bus_reconnects_gets_th
 async def test_a_batch_of_events_arrives_in_order_as_single_envelopes(make_bus):
     from datetime import datetime, timezone
 
-    from shared.protocol import EventEnvelope
+    from avalon.shared.protocol import EventEnvelope
 
     bus = await make_bus()
     got = []
@@ -708,12 +708,12 @@ async def test_commands_in_flight_when_the_broker_connection_closes_are_one_log_
     for n in range(10):
         await bus.send_command(command(f"c{n}"))
     await asyncio.wait_for(started.wait(), TIMEOUT)
-    with caplog.at_level("INFO", logger="shared.bus.rabbit"):
+    with caplog.at_level("INFO", logger="avalon.shared.bus.rabbit"):
         proxy.cut()
         await asyncio.sleep(0.5)
         hold.set()
         await eventually(lambda: len(set(handled)) == 10, "every command handled once the broker is back")
-    records = [r for r in caplog.records if r.name == "shared.bus.rabbit"]
+    records = [r for r in caplog.records if r.name == "avalon.shared.bus.rabbit"]
     assert not [r for r in records if r.levelname == "ERROR" or r.exc_info], [r.getMessage() for r in records]
     lost = [r for r in records if "connection lost" in r.getMessage()]
     assert len(lost) == 1, [r.getMessage() for r in records]
@@ -745,7 +745,7 @@ async def test_an_event_handler_waiting_for_an_unreachable_database_keeps_its_ev
             await conn.close()
 
     try:
-        with caplog.at_level("INFO", logger="shared.bus.rabbit"):
+        with caplog.at_level("INFO", logger="avalon.shared.bus.rabbit"):
             proxy.refuse()
             await bus.subscribe_events("db-wait", "#", handler)
             for seq in range(1, 21):
@@ -761,10 +761,10 @@ async def test_an_event_handler_waiting_for_an_unreachable_database_keeps_its_ev
                 await asyncio.sleep(0.1)
             assert await handled() == list(range(1, 21))
         assert await bus.dead_letters() == []
-        said = [r.getMessage() for r in caplog.records if r.name == "shared.bus.rabbit"]
+        said = [r.getMessage() for r in caplog.records if r.name == "avalon.shared.bus.rabbit"]
         assert len([m for m in said if "database unreachable" in m]) == 1, said
         assert len([m for m in said if "database back" in m]) == 1, said
-        assert not [r for r in caplog.records if r.name == "shared.bus.rabbit" and r.levelname == "ERROR"], said
+        assert not [r for r in caplog.records if r.name == "avalon.shared.bus.rabbit" and r.levelname == "ERROR"], said
     finally:
         await admin.execute(f"DROP TABLE {table}")
         await admin.close()

@@ -10,11 +10,11 @@ from dataclasses import replace
 
 import pytest
 
-from shared.game.codes import game_code
-from shared.protocol import CommandEnvelope, from_core_command
-from services.engine import record_queries as q
-from services.engine.rules import CreateGame, Join, Options, StartGame
-from services.engine.simulate import random_command
+from avalon.shared.game.codes import game_code
+from avalon.shared.protocol import CommandEnvelope, from_core_command
+from avalon.services.engine import record_queries as q
+from avalon.services.engine.rules import CreateGame, Join, Options, StartGame
+from avalon.services.engine.simulate import random_command
 
 from .engine_support import play_to_the_end, player_ids
 from .test_engine_service import Harness

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from aiogram.exceptions import TelegramBadRequest
 
-from services.telegram_gateway.callbacks import PickCb
-from services.telegram_gateway.gateway import TelegramGateway
-from services.telegram_gateway.memory import GroupGame
-from shared.delivery.channel import Game
-from shared.delivery.table import Seats, Table, Turn
-from shared.game import CommandKind, Phase
-from shared.protocol import Choice, ChoicesOffered
-from shared.bus import InProcessBus
+from avalon.services.telegram_gateway.callbacks import PickCb
+from avalon.services.telegram_gateway.gateway import TelegramGateway
+from avalon.services.telegram_gateway.memory import GroupGame
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.table import Seats, Table, Turn
+from avalon.shared.game import CommandKind, Phase
+from avalon.shared.protocol import Choice, ChoicesOffered
+from avalon.shared.bus import InProcessBus
 from tests.fakes import FakeTelegram
 
 GROUP, GAME = -4200, "tg-4200_1"

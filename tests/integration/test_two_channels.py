@@ -8,15 +8,15 @@ from __future__ import annotations
 import asyncio
 import random
 
-from services.engine.deadlines import DeadlineScheduler
-from services.channels import channel_map
-from services.engine.service import EngineService
-from services.engine.store import Store
-from shared.bus import InProcessBus
-from shared.delivery.outbox import Outbox, Outgoing
-from shared.delivery.roster import Roster
-from shared.narration.render import Context, Narrator, Recipient
-from shared.protocol import CommandEnvelope
+from avalon.services.engine.deadlines import DeadlineScheduler
+from avalon.services.channels import channel_map
+from avalon.services.engine.service import EngineService
+from avalon.services.engine.store import Store
+from avalon.shared.bus import InProcessBus
+from avalon.shared.delivery.outbox import Outbox, Outgoing
+from avalon.shared.delivery.roster import Roster
+from avalon.shared.narration.render import Context, Narrator, Recipient
+from avalon.shared.protocol import CommandEnvelope
 
 GAME = "mixed-1"
 PEOPLE = {"test:1": "Ann", "test:2": "Bob", "test:3": "Cleo", "mail:dan@example.org": "Dan",

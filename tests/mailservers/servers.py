@@ -52,6 +52,14 @@ class MailServers:
         else:
             self.smtp.handler.refusals[address.lower()] = REFUSALS[code]
 
+    def bounce_recipient(self, address: str, bouncing: bool = True) -> None:
+        """From now on mail to address's mailbox is accepted, then returned to its sender with a
+        delivery report quoting its headers (a full or broken mailbox behind a relay); False: delivered again."""
+        if bouncing:
+            self.smtp.handler.bouncing.add(mailbox_of(address))
+        else:
+            self.smtp.handler.bouncing.discard(mailbox_of(address))
+
     async def stop_smtp(self) -> None:
         await asyncio.to_thread(self.smtp.stop)
 

@@ -11,7 +11,7 @@ import logging
 import smtplib
 from email.parser import BytesParser
 from email.policy import default
-from email.utils import getaddresses
+from email.utils import getaddresses, make_msgid
 from pathlib import Path
 from typing import Callable
 
@@ -45,6 +45,7 @@ class DeliverToDovecot:
     def __init__(self, domain: str, passwords: Callable[[], dict[str, str]], lmtp_socket: Path) -> None:
         self.domain, self.passwords, self.lmtp_socket = domain.lower(), passwords, lmtp_socket
         self.refusals: dict[str, str] = {}  # mailbox or exact address -> SMTP reply
+        self.bouncing: set[str] = set()  # mailboxes whose mail is accepted, then returned to its sender
 
     def authenticate(self, server, session, envelope, mechanism, auth_data) -> AuthResult:
         if not isinstance(auth_data, LoginPassword):
@@ -73,8 +74,13 @@ class DeliverToDovecot:
         loop = asyncio.get_running_loop()
         failures = []
         for rcpt in envelope.rcpt_tos:  # one LMTP transaction per recipient: its own Delivered-To
+            mail_from = envelope.mail_from or ""
+            if mailbox_of(rcpt) in self.bouncing:  # as a relay that took the mail and could not deliver it
+                if not mail_from or mailbox_of(mail_from) not in self.passwords():
+                    continue  # a bounce of a bounce (null sender), or nobody here to return it to
+                rcpt, mail_from, stamped = mail_from, "", delivery_report(self.domain, mail_from, rcpt, content)
             try:
-                await loop.run_in_executor(None, self._lmtp, envelope.mail_from or "", rcpt, stamped)
+                await loop.run_in_executor(None, self._lmtp, mail_from, rcpt, stamped)
             except smtplib.SMTPRecipientsRefused as e:
                 code, text = next(iter(e.recipients.values()))
                 failures.append((code, f"{rcpt}: {text.decode(errors='replace')}"))
@@ -98,6 +104,28 @@ class DeliverToDovecot:
     def _lmtp(self, mail_from: str, rcpt: str, message: bytes) -> None:
         with smtplib.LMTP(str(self.lmtp_socket), timeout=30) as lmtp:
             lmtp.sendmail(mail_from, [rcpt], message)
+
+
+def delivery_report(domain: str, sender: str, failed: str, content: bytes) -> bytes:
+    """The delivery status notification a mail server sends back (null sender) for a mail to ``failed``
+    it could not deliver, returning the mail's headers (as Postfix does with its text/rfc822-headers)."""
+    headers = content.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0].replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    return (
+        "Return-Path: <>\r\n"
+        f"From: Mail Delivery System <MAILER-DAEMON@mx.{domain}>\r\n"
+        f"To: {sender}\r\n"
+        "Subject: Undelivered Mail Returned to Sender\r\n"
+        f"Message-ID: {make_msgid(domain='mx.' + domain)}\r\n"
+        "Auto-Submitted: auto-replied\r\n"
+        "MIME-Version: 1.0\r\n"
+        'Content-Type: multipart/report; report-type=delivery-status; boundary="dsn"\r\n\r\n'
+        "--dsn\r\nContent-Type: text/plain\r\n\r\n"
+        f"I'm sorry to have to inform you that your message could not be delivered to {failed}.\r\n\r\n"
+        "--dsn\r\nContent-Type: message/delivery-status\r\n\r\n"
+        f"Reporting-MTA: dns; mx.{domain}\r\n\r\n"
+        f"Final-Recipient: rfc822; {failed}\r\nAction: failed\r\nStatus: 5.2.2\r\n"
+        "Diagnostic-Code: smtp; 552 5.2.2 mailbox full\r\n\r\n"
+        "--dsn\r\nContent-Type: text/rfc822-headers\r\n\r\n").encode() + headers + b"\r\n\r\n--dsn--\r\n"
 
 
 class SmtpServer:

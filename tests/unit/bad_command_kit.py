@@ -13,12 +13,12 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from services.engine.rules import CreateGame, Join, Options, apply, legal_commands, new_game
-from shared.game import commands as cmd
-from services.engine.rules.endgame import MAX_TEXT
-from services.engine.rules.legal import ACCEPTS
-from shared.game.model import Card, CommandKind, Lancelot, Phase, Role
-from services.engine.simulate import random_command, setup
+from avalon.services.engine.rules import CreateGame, Join, Options, apply, legal_commands, new_game
+from avalon.shared.game import commands as cmd
+from avalon.services.engine.rules.endgame import MAX_TEXT
+from avalon.services.engine.rules.legal import ACCEPTS
+from avalon.shared.game.model import Card, CommandKind, Lancelot, Phase, Role
+from avalon.services.engine.simulate import random_command, setup
 
 K = CommandKind
 PRESETS = ("classic", "online", "forum")

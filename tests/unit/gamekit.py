@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from services.engine.rules import (
+from avalon.services.engine.rules import (
     Accepted,
     CastVote,
     CreateGame,
@@ -23,9 +23,9 @@ from services.engine.rules import (
     apply,
     new_game,
 )
-from shared.game.errors import Reason, Rejection
-from shared.game.model import Card, Phase, Role, Team
-from shared.game.numbers import quest_size
+from avalon.shared.game.errors import Reason, Rejection
+from avalon.shared.game.model import Card, Phase, Role, Team
+from avalon.shared.game.numbers import quest_size
 
 
 class Game:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from shared.protocol import (
+from avalon.shared.protocol import (
     INTERNAL_EVENTS,
     BoardShown,
     QuestLine,
@@ -19,8 +19,8 @@ from shared.protocol import (
     audience_model,
     event_body,
 )
-from services.engine.rules import Card, CommandKind, Lancelot, Options, Phase, Reason, Role, Team, WinCause
-from shared.protocol_records import (
+from avalon.services.engine.rules import Card, CommandKind, Lancelot, Options, Phase, Reason, Role, Team, WinCause
+from avalon.shared.protocol_records import (
     HistoryShown,
     Leader,
     LeaderboardShown,
@@ -32,8 +32,8 @@ from shared.protocol_records import (
     StatsShown,
     TeamLine,
 )
-from shared.game import events as ev
-from services.engine.simulate import random_game
+from avalon.shared.game import events as ev
+from avalon.services.engine.simulate import random_game
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 

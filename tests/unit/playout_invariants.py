@@ -13,10 +13,10 @@ import dataclasses
 from collections import Counter
 from enum import Enum
 
-from shared.game import events as ev
-from shared.game.events import AudienceKind
-from shared.game.model import Card, Knowledge, MissedRule, Phase, Role, Team, WinCause
-from shared.game.options import Options
+from avalon.shared.game import events as ev
+from avalon.shared.game.events import AudienceKind
+from avalon.shared.game.model import Card, Knowledge, MissedRule, Phase, Role, Team, WinCause
+from avalon.shared.game.options import Options
 
 from . import playout_rules as rules
 from .playout_views import ViewChecks

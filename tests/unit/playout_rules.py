@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from shared.game.model import Knowledge, Role, Team
+from avalon.shared.game.model import Knowledge, Role, Team
 
 R = Role
 K = Knowledge

@@ -7,9 +7,9 @@ far (seats, roles, allegiance after any Lancelot switch, night knowledge from
 
 from __future__ import annotations
 
-from services.engine.rules import view
-from shared.game.model import CommandKind, Team
-from shared.game.model import Phase as P
+from avalon.services.engine.rules import view
+from avalon.shared.game.model import CommandKind, Team
+from avalon.shared.game.model import Phase as P
 
 from . import playout_rules as rules
 

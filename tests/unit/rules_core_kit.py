@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from services.engine.rules import Audience, AudienceKind
-from shared.game.events import GameStarted, RoleAssigned
-from shared.game.model import Knowledge, Phase, Team
-from services.engine.rules.view import view
+from avalon.services.engine.rules import Audience, AudienceKind
+from avalon.shared.game.events import GameStarted, RoleAssigned
+from avalon.shared.game.model import Knowledge, Phase, Team
+from avalon.services.engine.rules.view import view
 
 from tests.unit.gamekit import Game
 

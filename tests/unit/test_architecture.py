@@ -54,13 +54,15 @@ def test_every_wall_holds(walls):
 
 
 @pytest.mark.parametrize("importer, imported", [
-    ("shared.protocol", "services.engine.service"),  # the shared floor reaching up into a service
-    ("shared.game.events", "shared.protocol"),  # the game's vocabulary reaching up
-    ("services.telegram_gateway.gateway", "services.email_gateway.gateway"),  # a gateway using another
-    ("services.email_gateway.gateway", "services.engine.store"),  # a gateway using the engine
-    ("services.engine.service", "services.telegram_gateway.gateway"),  # the engine using a gateway
-    ("services.console.channel", "services.engine.service"),  # the demo's channel using the engine
-    ("shared.delivery.pipeline", "services.telegram_gateway.channel"),  # the delivery core knowing a channel
+    ("avalon.shared.protocol", "avalon.services.engine.service"),  # the shared floor reaching up into a service
+    ("avalon.shared.game.events", "avalon.shared.protocol"),  # the game's vocabulary reaching up
+    ("avalon.services.telegram_gateway.gateway", "avalon.services.email_gateway.gateway"),  # a gateway using another
+    ("avalon.services.email_gateway.gateway", "avalon.services.engine.store"),  # a gateway using the engine
+    ("avalon.services.engine.service", "avalon.services.telegram_gateway.gateway"),  # the engine using a gateway
+    ("avalon.services.console.channel", "avalon.services.engine.service"),  # the demo's channel using the engine
+    ("avalon.shared.delivery.pipeline", "avalon.services.telegram_gateway.channel"),  # the delivery core knowing a channel
+    ("avalon.shared.pictures.board", "avalon.services.engine.service"),  # the pictures reaching into a service
+    ("avalon.shared.narration.render", "avalon.shared.pictures.words"),  # the narration depending on the pictures
 ])
 def test_the_floors_catch_an_import_that_runs_up_or_across(walls, importer, imported):
     graph, contracts = walls
@@ -70,9 +72,9 @@ def test_the_floors_catch_an_import_that_runs_up_or_across(walls, importer, impo
 
 
 @pytest.mark.parametrize("importer, imported", [
-    ("services.engine.rules.decide", "asyncio"),
-    ("services.engine.rules.rounds", "shared.bus"),
-    ("shared.game.options", "datetime"),
+    ("avalon.services.engine.rules.decide", "asyncio"),
+    ("avalon.services.engine.rules.rounds", "avalon.shared.bus"),
+    ("avalon.shared.game.options", "datetime"),
 ])
 def test_the_rules_core_wall_catches_io(walls, importer, imported):
     graph, contracts = walls
@@ -86,7 +88,7 @@ def test_the_rules_core_wall_catches_io(walls, importer, imported):
 def test_the_cycle_wall_catches_two_modules_importing_each_other(walls):
     graph, contracts = walls
     graph = deepcopy(graph)
-    graph.add_import(importer="services.engine.conflicts", imported="services.engine.store", line_number=1,
+    graph.add_import(importer="avalon.services.engine.conflicts", imported="avalon.services.engine.store", line_number=1,
                      line_contents="planted")
     assert _broken(_named(contracts, "No import cycle"), graph)
 
@@ -139,3 +141,25 @@ def test_the_size_check_sees_a_crowded_object():
         f"        self.a{i} = {i}\n" for i in range(13)))
     node = crowded.body[0]
     assert not _is_record(node) and len(_attributes(node)) == 13
+
+
+def _top_level_imports(text: str) -> list[str]:
+    """The modules a source imports by absolute name that are the old top-level ``services``/``shared``."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+        found += [n for n in names if n.partition(".")[0] in ("services", "shared")]
+    return found
+
+
+def test_the_code_is_imported_under_its_one_installed_name():
+    """Installed, the narrator is ``avalon`` (``avalon.services``, ``avalon.shared``): no top-level
+    ``services`` or ``shared`` exists. In a checkout both names would import, as two copies of every
+    module (two registries, two sets of classes), so nothing may use the short one."""
+    stray = [f"{path.relative_to(ROOT)}: {name}" for folder in ("services", "shared", "tests", "bench")
+             for path in sorted((ROOT / folder).rglob("*.py"))
+             for name in _top_level_imports(path.read_text(encoding="utf-8"))]
+    assert not stray, stray
+    planted = _top_level_imports("from shared.game import Phase\nimport services.cli\nfrom avalon.shared import db\n")
+    assert [name.partition(".")[0] for name in planted] == ["shared", "services"], planted

@@ -23,14 +23,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.engine.rules import Options, Rejection, apply
-from shared.game import commands as cmd
-from services.engine.rules.endgame import MAX_TEXT
-from shared.game.errors import Reason
-from shared.game.events import Audience
-from shared.game.model import Phase
-from shared.narration.render import LOCALES, Context, Narrator, Recipient, reasons
-from shared.protocol import CommandRejected, EventEnvelope, audience_model, utcnow
+from avalon.services.engine.rules import Options, Rejection, apply
+from avalon.shared.game import commands as cmd
+from avalon.services.engine.rules.endgame import MAX_TEXT
+from avalon.shared.game.errors import Reason
+from avalon.shared.game.events import Audience
+from avalon.shared.game.model import Phase
+from avalon.shared.narration.render import LOCALES, Context, Narrator, Recipient, reasons
+from avalon.shared.protocol import CommandRejected, EventEnvelope, audience_model, utcnow
 
 from .bad_command_kit import SHOT, STOPS, build, commands, games, is_legal, names
 

@@ -12,12 +12,12 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 
-from shared.game.errors import Reason
-from shared.languages import LOCALES, SOURCE
-from shared.protocol_records import RECORD_REASONS
-from shared.narration.books import BOOKS, keys
-from shared.narration.catalogs import LOCALES_DIR, catalog_path
-from shared.narration.render import RTL, TEMPLATES, environment, glossary
+from avalon.shared.game.errors import Reason
+from avalon.shared.languages import LOCALES, SOURCE
+from avalon.shared.protocol_records import RECORD_REASONS
+from avalon.shared.narration.books import BOOKS, keys
+from avalon.shared.narration.catalogs import LOCALES_DIR, catalog_path
+from avalon.shared.narration.render import RTL, TEMPLATES, environment, glossary
 
 NARRATION = TEMPLATES.parent
 TRANSLATED = [loc for loc in LOCALES if loc != SOURCE]

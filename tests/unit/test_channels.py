@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.channels import CHANNELS, channel_map
-from shared.channels import ChannelMap
+from avalon.services.channels import CHANNELS, channel_map
+from avalon.shared.channels import ChannelMap
 
 
 def test_each_player_id_names_the_channel_that_minted_it():

@@ -9,11 +9,11 @@ from pathlib import Path
 import yaml
 from pydantic import TypeAdapter
 
-from services import broker_users
-from services.channels import CHANNELS
-from services.cli import build_parser
-from services.settings_check import reads
-from shared.config import Settings
+from avalon.services import broker_users
+from avalon.services.channels import CHANNELS
+from avalon.services.cli import build_parser
+from avalon.services.settings_check import reads
+from avalon.shared.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())

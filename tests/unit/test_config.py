@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from services import settings_check
-from services.channels import CHANNELS
-from services.cli import build_parser
-from shared.config import Settings
-from shared.runtime import BadSetting
+from avalon.services import settings_check
+from avalon.services.channels import CHANNELS
+from avalon.services.cli import build_parser
+from avalon.shared.config import Settings
+from avalon.shared.runtime import BadSetting
 
 EMAIL = {"EMAIL_ADDRESS": "narrator@example.org", "EMAIL_SECRET": "s" * 32, "SMTP_HOST": "smtp.example.org",
          "IMAP_HOST": "imap.example.org", "IMAP_USER": "narrator", "IMAP_PASSWORD": "hunter2"}

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from services import cli, demo
-from services.engine.rules import Options
-from shared.narration.render import LOCALES, glossary
+from avalon.services import cli, demo
+from avalon.services.engine.rules import Options
+from avalon.shared.narration.render import LOCALES, glossary
 
 SEED = "4242"
 LABEL = re.compile(r"^\[(?:group|(?P<player>.+), private)\]$")
@@ -157,7 +157,7 @@ def test_invalid_values_exit_with_status_2_and_one_line(argv):
 
 
 def test_a_game_waiting_for_nobody_has_its_deadline_brought_forward_not_waited_for(monkeypatch):
-    from services.console.players import ScriptedPlayers
+    from avalon.services.console.players import ScriptedPlayers
 
     answer = ScriptedPlayers.act
     skipped: list[str] = []

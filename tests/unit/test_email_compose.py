@@ -12,9 +12,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from services.email_gateway.compose import (Identity, build_mail, mailto, new_message_id,
+from avalon.services.email_gateway.compose import (Identity, build_mail, mailto, new_message_id,
                                             phase_of_message_id, thread_root)
-from services.email_gateway.tokens import Tokens
+from avalon.services.email_gateway.tokens import Tokens
 
 NARRATOR = Identity("narrator@example.org", "Avalon")
 TOKENS = Tokens("a secret long enough for tests")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from services.email_gateway.reading import read_mail
+from avalon.services.email_gateway.reading import read_mail
 
 from .email_fixture_expectations import BOUNCED, CANNOT_CARRY, FRESH, HTML_TWINS, Fresh
 

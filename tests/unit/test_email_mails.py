@@ -8,19 +8,19 @@ import re
 
 import pytest
 
-from services.email_gateway.channel import EmailChannel
-from services.email_gateway.compose import Identity
-from services.email_gateway.notes import MailNotes, Pending
-from services.email_gateway.tokens import Tokens
-from services.email_gateway.wording import Intent, link_body, parse
-from services.email_gateway.words import email_words
-from shared.delivery.channel import Game
-from shared.delivery.outbox import Row
-from shared.delivery.roster import Roster
-from shared.delivery.table import Draft, Seats, Table, Turn
-from shared.game import Phase
-from shared.narration.render import LOCALES
-from shared.protocol import Choice, ChoicesOffered, CommandKind, Person
+from avalon.services.email_gateway.channel import EmailChannel
+from avalon.services.email_gateway.compose import Identity
+from avalon.services.email_gateway.notes import MailNotes, Pending
+from avalon.services.email_gateway.tokens import Tokens
+from avalon.services.email_gateway.wording import Intent, link_body, parse
+from avalon.services.email_gateway.words import email_words
+from avalon.shared.delivery.channel import Game
+from avalon.shared.delivery.outbox import Row
+from avalon.shared.delivery.roster import Roster
+from avalon.shared.delivery.table import Draft, Seats, Table, Turn
+from avalon.shared.game import Phase
+from avalon.shared.narration.render import LOCALES
+from avalon.shared.protocol import Choice, ChoicesOffered, CommandKind, Person
 
 NAMES = {"mail:boris@x.org": "Boris", "mail:chloe@x.org": "Chloe", "mail:dmitri@x.org": "Dmitri",
          "mail:elena@x.org": "Elena", "mail:greta@x.org": "Greta"}
@@ -139,7 +139,7 @@ def rows_of(bodies) -> list[Row]:
 
 async def test_a_mail_of_several_picks_shows_only_the_newest_draft_and_one_set_of_links():
     ch = channel("en")
-    from services.email_gateway.pages import game_body
+    from avalon.services.email_gateway.pages import game_body
     bodies = []
     game = proposal()
     offer = game.table.offer(LEADER)
@@ -168,7 +168,7 @@ def footer_of(message) -> str:
 
 @pytest.mark.parametrize("locale", LOCALES)
 async def test_the_footer_fits_where_the_game_is(locale):
-    from services.email_gateway.pages import game_body
+    from avalon.services.email_gateway.pages import game_body
     ch = channel(locale)
     game = proposal()
     footers = {}
@@ -189,8 +189,8 @@ async def test_the_footer_fits_where_the_game_is(locale):
 # -- refusals ------------------------------------------------------------------------------------
 
 def rejected(reason) -> object:
-    from shared.game import events as ev
-    from shared.protocol import CommandRejected, audience_model
+    from avalon.shared.game import events as ev
+    from avalon.shared.protocol import CommandRejected, audience_model
     from tests.unit.narration_samples import envelope
     return envelope(CommandRejected(command_type="cast_vote", reason=reason, params={}, message="..."),
                     audience_model(ev.Audience.to(LEADER)), 3)
@@ -198,10 +198,10 @@ def rejected(reason) -> object:
 
 @pytest.mark.parametrize("locale", LOCALES)
 def test_refusals_of_the_engine_and_of_the_gateway_read_alike_by_mail_and_speak_of_replies(locale):
-    from services.email_gateway.words import problem_text
-    from services.email_gateway.wording import Problem
-    from shared.delivery.roster import Reader
-    from shared.narration.render import Narrator, Recipient, keyed_text
+    from avalon.services.email_gateway.words import problem_text
+    from avalon.services.email_gateway.wording import Problem
+    from avalon.shared.delivery.roster import Reader
+    from avalon.shared.narration.render import Narrator, Recipient, keyed_text
     ch = channel(locale)
     game = proposal()
     stale = ch.fragment(game, rejected("stale_phase"), Reader(LEADER, (locale,))).body
@@ -222,8 +222,8 @@ def test_refusals_of_the_engine_and_of_the_gateway_read_alike_by_mail_and_speak_
 def test_a_deadline_by_mail_names_its_month_in_the_readers_language_not_a_numeric_date(locale):
     """"12/3/26" is March 12 to most of the world: a deadline names its month, in the reader's words."""
     from babel.dates import format_date, get_month_names
-    from shared.delivery.roster import Reader
-    from shared.game import Options
+    from avalon.shared.delivery.roster import Reader
+    from avalon.shared.game import Options
     from tests.unit.narration_samples import game_envelopes
     opened = next(e for e in game_envelopes(5, Options(), 0.0, 1) if e.event.type == "phase_opened" and e.deadline_at)
     text = channel(locale).fragment(proposal(), opened, Reader(LEADER, (locale,))).body["text"]
@@ -239,10 +239,10 @@ def test_a_deadline_by_mail_names_its_month_in_the_readers_language_not_a_numeri
 
 @pytest.mark.parametrize("locale", LOCALES)
 def test_a_mail_player_invited_to_a_telegram_table_reads_its_name_not_its_id(locale):
-    from shared.delivery.roster import Reader
-    from shared.delivery.table import fold
-    from shared.game import events as ev
-    from shared.protocol import PlayerInvited, audience_model
+    from avalon.shared.delivery.roster import Reader
+    from avalon.shared.delivery.table import fold
+    from avalon.shared.game import events as ev
+    from avalon.shared.protocol import PlayerInvited, audience_model
     from tests.unit.narration_samples import envelope
     ch = channel(locale)
     guest = "mail:mira@x.org"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.email_gateway.reading import IncomingMail, read_mail
+from avalon.services.email_gateway.reading import IncomingMail, read_mail
 
 NARRATOR = "narrator@example.org"
 
@@ -475,7 +475,7 @@ def test_a_garbage_message_is_read_without_raising(data: bytes):
 
 
 def test_a_mail_that_fails_to_be_read_reads_as_a_persons_with_no_sender_and_no_text(monkeypatch):
-    import services.email_gateway.reading as reading
+    import avalon.services.email_gateway.reading as reading
 
     def broken(msg):
         raise RecursionError("too deep")

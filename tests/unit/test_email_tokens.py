@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.email_gateway.tokens import Tokens
+from avalon.services.email_gateway.tokens import Tokens
 
 SECRET = "correct horse battery staple, twice"
 GAMES = ["tg-1001234567_42", "mail-k3x9q2", "tg:-100.5_7", "G" * 60]

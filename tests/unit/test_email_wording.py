@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.email_gateway import lexicon
-from services.email_gateway.wording import KINDS, Intent, Problem, command_words, link_body, parse
-from shared.narration.render import FSI, LOCALES, PDI, book_sources, environment
+from avalon.services.email_gateway import lexicon
+from avalon.services.email_gateway.wording import KINDS, Intent, Problem, command_words, link_body, parse
+from avalon.shared.narration.render import FSI, LOCALES, PDI, book_sources, environment
 
 PLAYERS = {"m:ann": "Ann", "m:bob": "Bob Marley", "m:cleo": "Cléo", "m:duc": "Đức Hương", "m:anya": "Аня",
            "m:ali": "علی", "m:jo": "Jo-Anne O'Neil"}
@@ -28,7 +28,8 @@ NEEDS = {  # key -> the variables it is documented to take
     "how_to_answer": ("example",), "team_draft": ("names", "count", "size"), "receipt": ("what",),
     "ambiguous_name": ("word", "names"), "unknown_name": ("word",), "unknown_language": ("word",),
     "unknown_timezone": ("word",), "game_created": ("code",), "invitation": ("host", "code"),
-    "invited": ("names",), "address_failing": ("name", "address"), "language_set": ("language",),
+    "invited": ("names",), "address_failing": ("name", "address"), "address_working": ("name", "address"),
+    "language_set": ("language",),
     "timezone_set": ("zone",), "too_many_mails": ("wait",),
     **{f"label_{k}": ("name",) for k in ("pick", "lady", "excalibur", "shoot", "accuse", "hand")},
     **{f"what_{k}": ("names",) for k in TARGETED},
@@ -94,7 +95,8 @@ def test_each_sentence_that_says_what_to_reply_names_a_word_that_works(locale):
 
 
 def test_persian_sentences_isolate_names_so_latin_text_stays_whole():
-    for key in ("label_pick", "invitation", "address_failing", "what_team", "ambiguous_name"):
+    for key in ("label_pick", "invitation", "address_failing", "address_working", "what_team",
+                "ambiguous_name"):
         assert f"{FSI}Ann" in render("fa", key) and PDI in render("fa", key), key
 
 

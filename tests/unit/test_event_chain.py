@@ -2,8 +2,8 @@
 
 from datetime import datetime, timezone
 
-from shared.delivery.chain import check_chain
-from shared.protocol import EventEnvelope
+from avalon.shared.delivery.chain import check_chain
+from avalon.shared.protocol import EventEnvelope
 
 
 def envelope(seq: int, prev: dict[str, int]) -> EventEnvelope:

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from shared.bus.rabbit.ordering import GameLocks
+from avalon.shared.bus.rabbit.ordering import GameLocks
 
 
 async def _run(messages: list[tuple[str, ...]], *, seed: int) -> tuple[list[tuple[int, str]], int]:

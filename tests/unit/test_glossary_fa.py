@@ -6,7 +6,7 @@ from functools import lru_cache
 
 import pytest
 
-from shared.narration.render import glossary
+from avalon.shared.narration.render import glossary
 
 from .seed_texts import read_seed, repo_root
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.narration.render import glossary
+from avalon.shared.narration.render import glossary
 
 from .seed_texts import read_seed
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.narration.render import glossary
+from avalon.shared.narration.render import glossary
 
 from .seed_texts import assert_term as check_term
 from .seed_texts import occurs, read_seed

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.narration.render import LOCALES, Context, Narrator, Recipient
-from shared.protocol import INTERNAL_EVENTS, EventEnvelope, audience_model, event_body
-from services.engine.rules import Lancelot, Options
-from services.engine.simulate import random_game
+from avalon.shared.narration.render import LOCALES, Context, Narrator, Recipient
+from avalon.shared.protocol import INTERNAL_EVENTS, EventEnvelope, audience_model, event_body
+from avalon.services.engine.rules import Lancelot, Options
+from avalon.services.engine.simulate import random_game
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 OPTIONS = replace(Options(), lady=True, excalibur=True, lancelot=Lancelot.V1, last_word=True,

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from services.email_gateway import legacy as mail_legacy
-from services.telegram_gateway import legacy as telegram_legacy
-from shared.delivery.games import GameBook
-from shared.game import CommandKind, Options, Phase
-from shared.protocol import Choice, ChoicesOffered, Person
+from avalon.services.email_gateway import legacy as mail_legacy
+from avalon.services.telegram_gateway import legacy as telegram_legacy
+from avalon.shared.delivery.games import GameBook
+from avalon.shared.game import CommandKind, Options, Phase
+from avalon.shared.protocol import Choice, ChoicesOffered, Person
 
 OFFER = ChoicesOffered(player="tg:1", phase=Phase.PROPOSAL, phase_id=7, choices=(
     Choice(kind=CommandKind.PROPOSE_TEAM, targets=("tg:1", "tg:2", "mail:c@x.org"), count=2),))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from shared.bus import InProcessBus
-from shared.protocol import EventEnvelope
+from avalon.shared.bus import InProcessBus
+from avalon.shared.protocol import EventEnvelope
 
 
 def envelope(seq: int) -> EventEnvelope:

@@ -10,8 +10,8 @@ from functools import lru_cache
 
 import pytest
 
-from shared.protocol_records import RECORD_REASONS
-from shared.narration.render import (
+from avalon.shared.protocol_records import RECORD_REASONS
+from avalon.shared.narration.render import (
     CHANNELS,
     FSI,
     LOCALES,
@@ -24,8 +24,8 @@ from shared.narration.render import (
     glossary,
     reasons,
 )
-from shared.protocol import ALL_EVENTS, INTERNAL_EVENTS
-from services.engine.rules import Reason
+from avalon.shared.protocol import ALL_EVENTS, INTERNAL_EVENTS
+from avalon.services.engine.rules import Reason
 
 from .narration_samples import all_samples
 
@@ -142,8 +142,8 @@ def test_a_deadline_is_shown_in_the_recipients_time_zone():
 def test_the_board_rules_and_help_render_in_every_locale(locale):
     from dataclasses import replace
 
-    from services.engine.rules import Lancelot, MissedRule, Options, view
-    from services.engine.simulate import random_game
+    from avalon.services.engine.rules import Lancelot, MissedRule, Options, view
+    from avalon.services.engine.simulate import random_game
 
     options = replace(Options(), lady=True, excalibur=True, lancelot=Lancelot.V1)
     record = random_game(7, options, 5, keep=True)
@@ -162,7 +162,7 @@ def test_the_board_rules_and_help_render_in_every_locale(locale):
 
 @pytest.mark.parametrize("locale", LOCALES)
 def test_every_locale_has_the_telegram_gateway_words(locale):
-    from shared.narration.render import ui_text
+    from avalon.shared.narration.render import ui_text
 
     def words(loc):
         return book_sources(loc, "telegram_ui")

@@ -9,9 +9,9 @@ import pytest
 from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError, TelegramNetworkError
 from prometheus_client.parser import text_string_to_metric_families
 
-from shared import ops
-from shared.ops import Readiness, parse_listen, serve_ops
-from services.telegram_gateway.sender import Limits, Sender
+from avalon.shared import ops
+from avalon.shared.ops import Readiness, parse_listen, serve_ops
+from avalon.services.telegram_gateway.sender import Limits, Sender
 
 
 def metric_values(text: str) -> dict[tuple[str, tuple], float]:

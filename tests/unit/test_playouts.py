@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from services.engine.rules import (Accepted, CreateGame, Options, Rejection, apply, new_game, replay_commands,
+from avalon.services.engine.rules import (Accepted, CreateGame, Options, Rejection, apply, new_game, replay_commands,
                                    replay_events)
-from shared.game import events as ev
-from shared.game.model import Lancelot, Phase, Role
-from services.engine.simulate import random_game
+from avalon.shared.game import events as ev
+from avalon.shared.game.model import Lancelot, Phase, Role
+from avalon.services.engine.simulate import random_game
 
 from .playout_invariants import EventChecker
 from .playout_rules import role_set_fits

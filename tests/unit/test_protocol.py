@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from shared.protocol import (
+from avalon.shared.protocol import (
     ALL_COMMANDS,
     ALL_EVENTS,
     INTERNAL_EVENTS,
@@ -24,14 +24,14 @@ from shared.protocol import (
     to_core_command,
     to_core_event,
 )
-from services.engine.simulate import random_game
-from services.engine.rules import Options, ProposeTeam
+from avalon.services.engine.simulate import random_game
+from avalon.services.engine.rules import Options, ProposeTeam
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_avalon_schema_prints_valid_json_schema_for_every_message():
-    out = subprocess.run([sys.executable, "-m", "services.cli", "schema"], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "avalon.services.cli", "schema"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     schema = json.loads(out)
     for part in ("command", "event"):
@@ -133,7 +133,7 @@ def test_readers_and_people_round_trip_and_nothing_unknown_is_accepted_in_them()
 
 
 def test_avalon_schema_shows_who_reads_an_event_and_how_each_reader_is_named():
-    out = subprocess.run([sys.executable, "-m", "services.cli", "schema"], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "avalon.services.cli", "schema"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     event = json.loads(out)["event"]
     assert {"readers", "people"} <= set(event["properties"]) and not {"readers", "people"} & set(

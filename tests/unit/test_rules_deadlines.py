@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.engine.rules import (
+from avalon.services.engine.rules import (
     Accepted,
     Accuse,
     CastVote,
@@ -22,8 +22,8 @@ from services.engine.rules import (
     apply,
     view,
 )
-from shared.game import events as ev
-from shared.game.model import (
+from avalon.shared.game import events as ev
+from avalon.shared.game.model import (
     Card,
     Lancelot,
     MissedRule,

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from services.engine.rules import (
+from avalon.services.engine.rules import (
     OPTIONAL_ROLES,
     ChangeOptions,
     Join,
@@ -22,9 +22,9 @@ from services.engine.rules import (
     StartGame,
     replay_events,
 )
-from shared.game import events as ev
-from shared.game.errors import Reason
-from shared.protocol import EVENT_MODELS, EventEnvelope, event_body, to_core_event
+from avalon.shared.game import events as ev
+from avalon.shared.game.errors import Reason
+from avalon.shared.protocol import EVENT_MODELS, EventEnvelope, event_body, to_core_event
 
 from .gamekit import Game
 from .rules_core_kit import started

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from services.engine.rules import (
+from avalon.services.engine.rules import (
     Accuse, Assassinate, CancelGame, CastVote, ChangeOptions, Confer, HandShot, Join, Options, PhaseTimedOut,
     PlayCard, ProposeTeam, SpeakLastWord, apply,
 )
-from shared.game.errors import Reason, Rejection
-from shared.game.events import (
+from avalon.shared.game.errors import Reason, Rejection
+from avalon.shared.game.events import (
     PUBLIC, AssassinationResolved, ConferenceMessage, ConferenceOpened, GameEnded, LastWordSpoken,
     MerlinAccused, PhaseOpened, QuestResolved, ShotHanded,
 )
-from shared.game.model import Card, Phase, Role, Team, WinCause
-from services.engine.rules.view import view
+from avalon.shared.game.model import Card, Phase, Role, Team, WinCause
+from avalon.services.engine.rules.view import view
 
 from tests.unit.rules_core_kit import Game, shooter, to_assassination
 

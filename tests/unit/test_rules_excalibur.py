@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.engine.rules import (
+from avalon.services.engine.rules import (
     Audience,
     AudienceKind,
     PlayCard,
@@ -18,9 +18,9 @@ from services.engine.rules import (
     legal_commands,
     view,
 )
-from shared.game import events as ev
-from shared.game.errors import Reason
-from shared.game.model import Card, CommandKind, Phase, Team
+from avalon.shared.game import events as ev
+from avalon.shared.game.errors import Reason
+from avalon.shared.game.model import Card, CommandKind, Phase, Team
 
 from .gamekit import Game
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from services.engine.rules import (
+from avalon.services.engine.rules import (
     Audience,
     AudienceKind,
     UseLady,
     legal_commands,
     view,
 )
-from shared.game import events as ev
-from shared.game.errors import Reason
-from shared.game.model import CommandKind, Lancelot, Phase, Role, Team
+from avalon.shared.game import events as ev
+from avalon.shared.game.errors import Reason
+from avalon.shared.game.model import CommandKind, Lancelot, Phase, Role, Team
 
 from .gamekit import Game
 

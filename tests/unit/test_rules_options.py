@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from services.engine.rules import (
+from avalon.services.engine.rules import (
     CancelGame, CastVote, ChangeOptions, CreateGame, Join, Leave, Options, PlayCard, StartGame, Timers, apply,
     new_game,
 )
-from shared.game.errors import Reason, Rejection
-from shared.game.events import PUBLIC, GameCancelled, GameStarted, OptionsChanged, PlayerLeft
-from shared.game.model import Card, Conference, Hammer, Lancelot, MissedVote, Phase, Preset, Role
-from services.engine.rules.view import view
+from avalon.shared.game.errors import Reason, Rejection
+from avalon.shared.game.events import PUBLIC, GameCancelled, GameStarted, OptionsChanged, PlayerLeft
+from avalon.shared.game.model import Card, Conference, Hammer, Lancelot, MissedVote, Phase, Preset, Role
+from avalon.services.engine.rules.view import view
 
 from tests.unit.rules_core_kit import Game, started, team_with
 

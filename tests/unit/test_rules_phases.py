@@ -6,8 +6,8 @@ from dataclasses import fields
 
 import pytest
 
-from services.engine.rules import MissedRule, Phase, Timers, new_game
-from services.engine.rules.phases import PHASES
+from avalon.services.engine.rules import MissedRule, Phase, Timers, new_game
+from avalon.services.engine.rules.phases import PHASES
 
 #: The phases a started game waits in: each has a deadline the host sets (docs/rules.md §7).
 TIMED = (Phase.PROPOSAL, Phase.VOTE, Phase.QUEST, Phase.EXCALIBUR, Phase.LADY, Phase.ASSASSINATION,

@@ -6,14 +6,14 @@ from dataclasses import fields
 
 import pytest
 
-from services.engine.rules import CastVote, PlayCard, ProposeTeam
-from shared.game.errors import Reason
-from shared.game.events import (
+from avalon.services.engine.rules import CastVote, PlayCard, ProposeTeam
+from avalon.shared.game.errors import Reason
+from avalon.shared.game.events import (
     PUBLIC, CardPlayed, GameEnded, PhaseOpened, ProposalMissed, QuestResolved, TeamProposed, VoteCast,
     VotesRevealed,
 )
-from shared.game.model import Card, Phase, Team, WinCause
-from services.engine.rules.view import view
+from avalon.shared.game.model import Card, Phase, Team, WinCause
+from avalon.services.engine.rules.view import view
 
 from tests.unit.rules_core_kit import Game, team_with
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from services.engine.rules import ChangeOptions, CreateGame, Join, Options, StartGame, apply, new_game
-from shared.game.errors import Reason, Rejection
-from shared.game.events import NOBODY, PUBLIC, Dealt, QuestResolved, RoleAssigned
-from shared.game.model import Card, Knowledge, Lancelot, Phase, Role, Team
-from services.engine.rules.view import view
+from avalon.services.engine.rules import ChangeOptions, CreateGame, Join, Options, StartGame, apply, new_game
+from avalon.shared.game.errors import Reason, Rejection
+from avalon.shared.game.events import NOBODY, PUBLIC, Dealt, QuestResolved, RoleAssigned
+from avalon.shared.game.model import Card, Knowledge, Lancelot, Phase, Role, Team
+from avalon.services.engine.rules.view import view
 
 from tests.unit.rules_core_kit import (
     Game, night, night_in_view, started, team_counts, team_with,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from services.cli import main
+from avalon.services.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"games", "good_wins", "evil_wins", "wins_by_cause", "games_per_second"}
@@ -118,7 +118,7 @@ def test_invalid_options_exit_nonzero_with_a_clear_message(capsys, args, words):
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "services.cli", "simulate", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "avalon.services.cli", "simulate", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
 
 

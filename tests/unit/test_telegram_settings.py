@@ -3,8 +3,8 @@ ones the engine says it deals (the lobby's ``deals``), never a set the screen wo
 
 from __future__ import annotations
 
-from services.engine.rules import Lancelot, Options, Preset, Role, cast_for, check_options
-from services.telegram_gateway.settings_screen import changed, roles_shown
+from avalon.services.engine.rules import Lancelot, Options, Preset, Role, cast_for, check_options
+from avalon.services.telegram_gateway.settings_screen import changed, roles_shown
 
 
 def dealt(options: Options, players: int) -> tuple[Role, ...]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.config import Settings
-from shared.throttle import Throttle, from_settings
+from avalon.shared.config import Settings
+from avalon.shared.throttle import Throttle, from_settings
 
 
 class Clock:
@@ -138,9 +138,9 @@ def test_a_user_in_a_refusal_window_is_not_forgotten_early(clock):
 
 
 async def test_both_gateways_take_the_bucket_from_the_settings_and_mail_keeps_an_hour_between_answers(tmp_path):
-    from services.email_gateway.main import EmailRunner
-    from services.telegram_gateway.main import TelegramRunner
-    from shared.ops import readiness
+    from avalon.services.email_gateway.main import EmailRunner
+    from avalon.services.telegram_gateway.main import TelegramRunner
+    from avalon.shared.ops import readiness
 
     settings = Settings(telegram_bot_token="123456:TEST", throttle_rate=0.5, throttle_burst=7,
                         database_url=f"sqlite+aiosqlite:///{tmp_path / 'a.db'}", email_address="narrator@example.org",

@@ -6,14 +6,14 @@
     view(state, "ann"); legal_commands(state, "ann")
 """
 
-from shared.game.commands import *  # noqa: F401,F403
+from avalon.shared.game.commands import *  # noqa: F401,F403
 from .decide import Accepted, apply, decide, new_game, replay_commands, replay_events
-from shared.game.errors import Reason, Rejection
-from shared.game.events import PUBLIC, NOBODY, Audience, AudienceKind, Event
+from avalon.shared.game.errors import Reason, Rejection
+from avalon.shared.game.events import PUBLIC, NOBODY, Audience, AudienceKind, Event
 from .evolve import evolve
 from .knowledge import knows, night_knowledge
 from .legal import Legal, legal_commands, pending_players
-from shared.game.model import *  # noqa: F401,F403
-from shared.game.options import PRESETS, Options, Timers, cast_for, check_options
+from avalon.shared.game.model import *  # noqa: F401,F403
+from avalon.shared.game.options import PRESETS, Options, Timers, cast_for, check_options
 from .state import GameState
 from .view import View, view

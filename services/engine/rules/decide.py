@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from shared.game import commands as cmd
+from avalon.shared.game import commands as cmd
 from . import endgame, lobby, rounds, timeouts
-from shared.game.errors import Reason, Rejection, reject
-from shared.game.events import Event
+from avalon.shared.game.errors import Reason, Rejection, reject
+from avalon.shared.game.events import Event
 from .evolve import evolve
 from .flow import Tx
-from shared.game.model import Phase
+from avalon.shared.game.model import Phase
 from .phases import PHASES
 from .state import GameState
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import unicodedata
 
-from shared.game import commands as cmd
-from shared.game import events as ev
-from shared.game.errors import Reason, Rejection, reject
+from avalon.shared.game import commands as cmd
+from avalon.shared.game import events as ev
+from avalon.shared.game.errors import Reason, Rejection, reject
 from .flow import Tx, conference_audience, end_game, open_phase
-from shared.game.model import Phase, Role, Team, WinCause
+from avalon.shared.game.model import Phase, Role, Team, WinCause
 
 MAX_TEXT = 1000
 

@@ -4,7 +4,7 @@ assassination (with its conference) and the accused's last word
 
 from __future__ import annotations
 
-from shared.game.model import Conference, MissedRule, Phase, Team, WinCause
+from avalon.shared.game.model import Conference, MissedRule, Phase, Team, WinCause
 from .endgame import shoot
 from .flow import Tx, end_game, open_phase
 from .phase_rules import IN_GAME, K, Legal, PhaseRules, always, in_game

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from shared.game import events as ev
-from shared.game.model import Lancelot, Phase
+from avalon.shared.game import events as ev
+from avalon.shared.game.model import Lancelot, Phase
 from .state import GameState, QuestResult, VoteRecord
-from shared.game.numbers import LADY_QUESTS, QUESTS_TO_WIN
+from avalon.shared.game.numbers import LADY_QUESTS, QUESTS_TO_WIN
 
 
 def evolve(state: GameState, event: ev.Event) -> GameState:

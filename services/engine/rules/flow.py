@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from shared.game import events as ev
+from avalon.shared.game import events as ev
 from .evolve import apply_in_place
-from shared.game.model import Conference, Lancelot, LadyTiming, Phase, Team, WinCause
+from avalon.shared.game.model import Conference, Lancelot, LadyTiming, Phase, Team, WinCause
 from .phase_rules import PhaseRules
 from .state import GameState
-from shared.game.numbers import LANCELOT_DRAW_QUESTS, QUESTS_TO_WIN, fails_needed, quest_size
+from avalon.shared.game.numbers import LANCELOT_DRAW_QUESTS, QUESTS_TO_WIN, fails_needed, quest_size
 
 
 class Tx:

@@ -7,8 +7,8 @@ Knowledge is fixed at the deal; a later Lancelot switch does not change it.
 
 from __future__ import annotations
 
-from shared.game.model import Knowledge, Lancelot, Role
-from shared.game.options import Options
+from avalon.shared.game.model import Knowledge, Lancelot, Role
+from avalon.shared.game.options import Options
 
 _EVIL_WHO_SEE_EACH_OTHER = frozenset({Role.ASSASSIN, Role.MORGANA, Role.MORDRED, Role.MINION})
 _MERLIN_SEES = frozenset({Role.ASSASSIN, Role.MORGANA, Role.OBERON, Role.MINION, Role.EVIL_LANCELOT})

@@ -6,7 +6,7 @@ are exactly the commands the engine accepts.
 
 from __future__ import annotations
 
-from shared.game.model import CommandKind, Phase
+from avalon.shared.game.model import CommandKind, Phase
 from .phase_rules import Legal
 from .phases import PHASES
 from .state import GameState

@@ -5,14 +5,14 @@ from __future__ import annotations
 import functools
 import random
 
-from shared.game import commands as cmd
-from shared.game import events as ev
-from shared.game.errors import Reason, Rejection, reject
+from avalon.shared.game import commands as cmd
+from avalon.shared.game import events as ev
+from avalon.shared.game.errors import Reason, Rejection, reject
 from .flow import Tx, start_quest
 from .knowledge import night_knowledge
-from shared.game.model import Lancelot, Role
-from shared.game.options import Options, cast_for, check_options
-from shared.game.numbers import LANCELOT_DECKS, LANCELOT_V2_DECK, MIN_PLAYERS, fails_needed, quest_size
+from avalon.shared.game.model import Lancelot, Role
+from avalon.shared.game.options import Options, cast_for, check_options
+from avalon.shared.game.numbers import LANCELOT_DECKS, LANCELOT_V2_DECK, MIN_PLAYERS, fails_needed, quest_size
 
 MAX_ID_LENGTH = 200
 _CARD_ORDER = {role: i for i, role in enumerate(Role)}

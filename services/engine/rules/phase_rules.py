@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from shared.game.model import Card, CommandKind, MissedRule
+from avalon.shared.game.model import Card, CommandKind, MissedRule
 from .state import GameState
 
 K = CommandKind

@@ -7,7 +7,7 @@ is described in ``phase_rules``.
 
 from __future__ import annotations
 
-from shared.game.model import Phase
+from avalon.shared.game.model import Phase
 from .endgame_phases import ENDGAME_PHASES
 from .phase_rules import CANCEL, K, Legal, PhaseRules
 from .round_phases import ROUND_PHASES

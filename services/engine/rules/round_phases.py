@@ -3,9 +3,9 @@ Excalibur and the Lady of the Lake (docs/rules.md sections 3, 5, 6 and 7)."""
 
 from __future__ import annotations
 
-from shared.game import events as ev
-from shared.game.model import Card, Hammer, Lancelot, MissedRule, MissedVote, Phase
-from shared.game.numbers import quest_size
+from avalon.shared.game import events as ev
+from avalon.shared.game.model import Card, Hammer, Lancelot, MissedRule, MissedVote, Phase
+from avalon.shared.game.numbers import quest_size
 from .flow import Tx, after_lady
 from .phase_rules import IN_GAME, K, Legal, PhaseRules, always, in_game
 from .rounds import after_cards, next_proposal, resolve_quest, resolve_vote

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from shared.game import commands as cmd
-from shared.game import events as ev
-from shared.game.errors import Reason, Rejection, reject
+from avalon.shared.game import commands as cmd
+from avalon.shared.game import events as ev
+from avalon.shared.game.errors import Reason, Rejection, reject
 from .flow import Tx, after_lady, after_quest, end_game, open_phase
-from shared.game.model import Card, Hammer, MissedVote, Phase, Team, WinCause
-from shared.game.numbers import PROPOSALS_PER_QUEST, fails_needed, quest_size
+from avalon.shared.game.model import Card, Hammer, MissedVote, Phase, Team, WinCause
+from avalon.shared.game.numbers import PROPOSALS_PER_QUEST, fails_needed, quest_size
 
 
 def _seat(tx: Tx, player: str) -> int | Rejection:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from shared.game.model import Card, Hammer, Lancelot, MissedRule, Phase, Role, Team, WinCause
-from shared.game.numbers import PROPOSALS_PER_QUEST
-from shared.game.options import Options
+from avalon.shared.game.model import Card, Hammer, Lancelot, MissedRule, Phase, Role, Team, WinCause
+from avalon.shared.game.numbers import PROPOSALS_PER_QUEST
+from avalon.shared.game.options import Options
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from shared.game import commands as cmd
-from shared.game import events as ev
-from shared.game.errors import Rejection
+from avalon.shared.game import commands as cmd
+from avalon.shared.game import events as ev
+from avalon.shared.game.errors import Rejection
 from .flow import Tx
 
 

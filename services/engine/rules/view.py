@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from .knowledge import night_knowledge
 from .legal import Legal, legal_commands, pending_players
 from .phases import PHASES
-from shared.game.model import Card, Conference, Knowledge, MissedRule, Phase, Role, Team, WinCause
-from shared.game.options import Options
+from avalon.shared.game.model import Card, Conference, Knowledge, MissedRule, Phase, Role, Team, WinCause
+from avalon.shared.game.options import Options
 from .state import GameState, QuestResult, VoteRecord
-from shared.game.numbers import fails_needed, quest_size
+from avalon.shared.game.numbers import fails_needed, quest_size
 
 
 @dataclass(frozen=True, slots=True)

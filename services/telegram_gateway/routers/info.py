@@ -6,8 +6,8 @@ from aiogram import Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
-from shared.game import MissedRule, Options
-from shared.narration.render import LOCALES, glossary, ui_text
+from avalon.shared.game import MissedRule, Options
+from avalon.shared.narration.render import LOCALES, glossary, ui_text
 
 
 async def status(message: Message, gw) -> None:

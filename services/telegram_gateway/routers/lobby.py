@@ -8,8 +8,8 @@ from aiogram import F, Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import CallbackQuery, Message
 
-from shared.game import Options, Phase, Preset
-from shared.protocol import plausible_address
+from avalon.shared.game import Options, Phase, Preset
+from avalon.shared.protocol import plausible_address
 
 from .. import ids
 from ..callbacks import JoinCb

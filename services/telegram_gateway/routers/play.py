@@ -8,7 +8,7 @@ from __future__ import annotations
 from aiogram import Router
 from aiogram.types import CallbackQuery
 
-from shared.game import Card
+from avalon.shared.game import Card
 
 from .. import keyboards
 from ..callbacks import CardCb, PickCb, TargetCb, VoteCb

@@ -7,7 +7,7 @@ from aiogram import F, Router
 from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import Message
 
-from shared.game import Phase
+from avalon.shared.game import Phase
 
 PRIVATE = F.chat.type == "private"
 

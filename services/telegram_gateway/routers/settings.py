@@ -7,8 +7,8 @@ from aiogram import F, Router
 from aiogram.filters import Command
 from aiogram.types import CallbackQuery, Message
 
-from shared.game import Options, Phase
-from shared.narration.render import LOCALES
+from avalon.shared.game import Options, Phase
+from avalon.shared.narration.render import LOCALES
 
 from ..settings_screen import SetCb, _next, changed, settings_keyboard, settings_text
 

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 from aio_pika.abc import AbstractQueue
 from aiormq.exceptions import ChannelAccessRefused
 
-from shared.protocol import CommandEnvelope, EventEnvelope
+from avalon.shared.protocol import CommandEnvelope, EventEnvelope
 
 from ..base import CommandHandler, EventHandler
 from .commands import CommandConsumer

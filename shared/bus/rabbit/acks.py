@@ -11,7 +11,7 @@ from typing import Any
 from aio_pika.abc import AbstractIncomingMessage
 from aio_pika.exceptions import AMQPError, ChannelInvalidStateError, MessageProcessError
 
-log = logging.getLogger(__package__)  # the bus speaks under one name, "shared.bus.rabbit", whichever piece
+log = logging.getLogger(__package__)  # the bus speaks under one name, "avalon.shared.bus.rabbit", whichever piece
 
 
 class Acker:

@@ -16,7 +16,7 @@ from .consumers import Consumers
 from .link import CONNECTION_ERRORS, BrokerLink
 from .topology import Topology
 
-log = logging.getLogger(__package__)  # the bus speaks under one name, "shared.bus.rabbit", whichever piece
+log = logging.getLogger(__package__)  # the bus speaks under one name, "avalon.shared.bus.rabbit", whichever piece
 
 
 class CommandConsumer:

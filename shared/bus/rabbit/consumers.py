@@ -12,7 +12,7 @@ from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
 from .acks import Acker
 from .link import CLOSE_TIMEOUT, close_channel
 
-log = logging.getLogger(__package__)  # the bus speaks under one name, "shared.bus.rabbit", whichever piece
+log = logging.getLogger(__package__)  # the bus speaks under one name, "avalon.shared.bus.rabbit", whichever piece
 
 
 class Consumers:

@@ -11,8 +11,8 @@ import time
 from aio_pika.abc import AbstractIncomingMessage
 from pydantic import TypeAdapter, ValidationError
 
-from shared.db import database_down, raised_by_database
-from shared.protocol import EventEnvelope
+from avalon.shared.db import database_down, raised_by_database
+from avalon.shared.protocol import EventEnvelope
 
 from ..base import EVENT_REDELIVERED, EventHandler
 from .acks import Acker, delivery_count
@@ -21,7 +21,7 @@ from .link import BrokerLink
 from .ordering import GameLocks, OneLock
 from .topology import Topology
 
-log = logging.getLogger(__package__)  # the bus speaks under one name, "shared.bus.rabbit", whichever piece
+log = logging.getLogger(__package__)  # the bus speaks under one name, "avalon.shared.bus.rabbit", whichever piece
 
 _BATCH = TypeAdapter(list[EventEnvelope])
 

@@ -12,9 +12,9 @@ import aiormq
 from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 from aio_pika.exceptions import AMQPError, ChannelInvalidStateError
 
-from shared import quiet
+from avalon.shared import quiet
 
-log = logging.getLogger(__package__)  # the bus speaks under one name, "shared.bus.rabbit", whichever piece
+log = logging.getLogger(__package__)  # the bus speaks under one name, "avalon.shared.bus.rabbit", whichever piece
 quiet.install()  # a broker restart is one line lost, one line back: see quiet.py
 
 #: seconds between reconnection attempts (overridable with ?reconnect_interval= in AMQP_URL)

@@ -15,7 +15,7 @@ import aiormq
 from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
 from aio_pika.exceptions import ChannelInvalidStateError, DeliveryError, PublishError
 
-from shared.protocol import CommandEnvelope, EventEnvelope
+from avalon.shared.protocol import CommandEnvelope, EventEnvelope
 
 from ..base import Unroutable, routing_key
 from .link import BrokerLink, close_channel

@@ -16,8 +16,8 @@ from typing import Awaitable, Callable
 
 from sqlalchemy import update
 
-from shared import ops
-from shared.db import to_the_end
+from avalon.shared import ops
+from avalon.shared.db import to_the_end
 
 from ..rows import OutboxRow
 from .marks import SentMarks

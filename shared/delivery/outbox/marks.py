@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, update
 
-from shared.db import to_the_end, upsert
+from avalon.shared.db import to_the_end, upsert
 
 from ..rows import OutboxRow, SlotRow
 from .messages import Row

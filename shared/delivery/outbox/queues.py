@@ -11,7 +11,7 @@ import asyncio
 from collections import deque
 from typing import Awaitable, Callable
 
-from shared import ops
+from avalon.shared import ops
 
 from .messages import Row
 

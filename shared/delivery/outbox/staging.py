@@ -20,8 +20,8 @@ from typing import Callable
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
-from shared import ops
-from shared.db import upsert
+from avalon.shared import ops
+from avalon.shared.db import upsert
 
 from ..rows import ChannelGameRow, HandledEvent, OutboxRow
 from .messages import Outgoing, Row
