@@ -152,6 +152,13 @@ async def test_avalon_stats_rebuild_and_export_by_code(store):
     unknown = subprocess.run([sys.executable, "-m", "avalon.services.cli", "export", "ZZZZ-ZZZZ"], cwd=ROOT, env=env,
                              capture_output=True, text=True)
     assert unknown.returncode == 2 and "no game" in unknown.stderr
+    async with store.engine.begin() as conn:  # another game with the same code (about one pair in 2.2 million)
+        row = (await conn.execute(select(FinishedGameRow.__table__).where(FinishedGameRow.game_id == ids[2]))).one()
+        await conn.execute(FinishedGameRow.__table__.insert().values(**{**row._mapping, "game_id": "twin"}))
+    clash = subprocess.run([sys.executable, "-m", "avalon.services.cli", "export", code], cwd=ROOT, env=env,
+                           capture_output=True, text=True)
+    assert clash.returncode == 1 and clash.stdout == ""
+    assert clash.stderr.count("\n") == 1 and ids[2] in clash.stderr and "twin" in clash.stderr
 
 
 def test_avalon_stats_rebuild_without_a_database_says_so_in_one_line_and_creates_none(tmp_path):
