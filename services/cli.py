@@ -83,6 +83,14 @@ def _export(args) -> int:
     return _run_async(export(settings.database_url, args.game_id))
 
 
+def _stats_rebuild(args) -> int:
+    """Make the record of finished games again from the event log (the same database)."""
+    from avalon.services.export import rebuild_records
+
+    settings = _settings("stats")
+    return _run_async(rebuild_records(settings.database_url))
+
+
 def build_parser():
     import argparse
 
@@ -108,11 +116,18 @@ def build_parser():
     p = sub.add_parser("schema", help="print the JSON Schema of every message on the bus")
     p.set_defaults(run=_schema)
     p = sub.add_parser("export", help="print a game's event log as JSON lines (with the deal once it is over)")
-    p.add_argument("game_id", metavar="GAME_ID", help="the game's id (a Telegram game's is tg<CHAT>_<N>, what "
-                   "follows join_ in its lobby's link)")
+    p.add_argument("game_id", metavar="GAME", help="the game's code as its end and the history show it "
+                   "(7KQ2-M9XD), or its id (a Telegram game's is tg<CHAT>_<N>, what follows join_ in its lobby's link)")
     p.set_defaults(run=_export)
+    p = sub.add_parser("stats", help="the record of finished games: `avalon stats rebuild` makes it again from "
+                       "the event log")
+    p.add_argument("action", choices=["rebuild"], help="rebuild: delete the record and make it again from the "
+                   "event log (who hid or had their records forgotten stays so)")
+    p.set_defaults(run=_stats_rebuild)
     extra = {"export": "\n\nExit status: 0 printed; 1 no database at DATABASE_URL, or it cannot be reached; "
                       "2 a bad setting, or no such game.",
+             "stats": "\n\nExit status: 0 rebuilt; 1 no database at DATABASE_URL, or it cannot be reached; "
+                      "2 a bad setting.",
              "broker-users": broker_users.settings_help()}
     for name, command in sub.choices.items():
         command.formatter_class = argparse.RawDescriptionHelpFormatter

@@ -38,7 +38,7 @@ def reads(command: str) -> tuple[str, ...]:
         return DATABASE + BUS + SERVICE + channel_settings(command)
     if command == "migrate":
         return DATABASE + ("log_level",)
-    if command == "export":
+    if command in ("export", "stats"):
         return DATABASE
     if command == "broker-users":
         return BUS + ("log_level",)

@@ -35,6 +35,7 @@ from avalon.shared.game.errors import Reason
 from avalon.shared.game.events import AudienceKind
 from avalon.shared.game.model import Card, CommandKind, Phase
 from avalon.shared.languages import LOCALES
+from avalon.shared.protocol_records import RECORD_COMMANDS, RECORD_EVENTS
 
 PROTOCOL_VERSION = 1
 #: A channel's name (``telegram``, ``email``, ``scheduler``): short and lower-case. Which channels
@@ -162,7 +163,7 @@ class Invite(Body):
 
 SERVICE_COMMANDS: dict[str, type[BaseModel]] = {"remind_phase": RemindPhase, "update_profile": UpdateProfile,
                                                 "show_board": ShowBoard, "invite": Invite, "show_role": ShowRole,
-                                                "show_choices": ShowChoices}
+                                                "show_choices": ShowChoices, **RECORD_COMMANDS}
 ALL_COMMANDS = {**COMMAND_MODELS, **SERVICE_COMMANDS}
 
 CommandBody = Annotated[Union[tuple(ALL_COMMANDS.values())], Field(discriminator="type")]  # type: ignore[valid-type]
@@ -198,7 +199,7 @@ class CommandRejected(Body):
 
     type: Literal["command_rejected"] = "command_rejected"
     command_type: str | None
-    reason: Reason | Literal["malformed", "unknown_game"]
+    reason: Reason | Literal["malformed", "unknown_game", "unknown_person", "hidden_stats"]
     params: dict[str, Any] = Field(default_factory=dict)
     message: str
 
@@ -277,6 +278,7 @@ class PlayerInvited(Body):
 SERVICE_EVENTS: dict[str, type[BaseModel]] = {
     "command_rejected": CommandRejected, "phase_reminder": PhaseReminder, "profile_updated": ProfileUpdated,
     "choices_offered": ChoicesOffered, "board_shown": BoardShown, "player_invited": PlayerInvited,
+    **RECORD_EVENTS,
 }
 ALL_EVENTS = {**EVENT_MODELS, **SERVICE_EVENTS}
 EventBody = Annotated[Union[tuple(ALL_EVENTS.values())], Field(discriminator="type")]  # type: ignore[valid-type]

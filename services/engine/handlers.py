@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from avalon.shared.protocol import COMMAND_MODELS, CommandEnvelope
+from avalon.shared.protocol_records import RECORD_COMMANDS
 
 from .batcher import StagedBatch
 from .cache import GameCache
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 Handler = Callable[[CommandEnvelope, "LoadedGame | None", StagedBatch], Awaitable[None]]
 
 #: Commands about no game: their game id only names them (``profile:<player>``), nothing is loaded.
-WITHOUT_GAME = frozenset({"update_profile"})
+WITHOUT_GAME = frozenset({"update_profile"}) | frozenset(RECORD_COMMANDS)
 
 
 class Handlers:

@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 from avalon.shared import quiet
 
 from .conflicts import Conflict, Duplicate
+from .records import PgWriter, project
 
 #: Raised by the statement itself when a game's version is not the one the batch was decided on.
 _CONFLICT_MARK = "avalon: version conflict"
@@ -124,7 +125,12 @@ class PgBatchWriter:
         pool = await self._acquire_pool()
         try:
             async with pool.acquire() as conn:
-                row = await conn.fetchrow(_COMMIT, *args)
+                if rows.ended:  # a game ended: its record in the same transaction
+                    async with conn.transaction():
+                        row = await conn.fetchrow(_COMMIT, *args)
+                        await project(PgWriter(conn), rows.ended)
+                else:
+                    row = await conn.fetchrow(_COMMIT, *args)
         except asyncpg.UniqueViolationError as error:
             if error.table_name == "processed_commands":
                 raise Duplicate(p[0]["message_id"] if len(p) == 1 else "batch") from error

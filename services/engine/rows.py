@@ -88,3 +88,53 @@ class InboxRow(SQLModel, table=True):
     seq: int = Field(sa_column=Column(BigInteger, nullable=False, index=True))  # the order they were sent in
     body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # the command envelope's JSON
     received_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class FinishedGameRow(SQLModel, table=True):
+    """A finished game as the record keeps it (``records.py``; a projection of the event log)."""
+
+    __tablename__ = "finished_games"
+    __table_args__ = (Index("ix_finished_games_table_ended", "table_key", "ended_at"),)
+
+    game_id: str = Field(primary_key=True, max_length=200)
+    code: str = Field(max_length=16, index=True)  # shared.game.codes.game_code(game_id)
+    table_key: str = Field(max_length=200)  # the group the game was played in (CreateGame.table, else the host)
+    host: str = Field(max_length=200)
+    size: int
+    winner: str = Field(max_length=8)
+    cause: str = Field(max_length=32)
+    ended_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class SeatRecordRow(SQLModel, table=True):
+    """One person's part in a finished game: role, final team, won or lost (with the game's facts the
+    queries group by)."""
+
+    __tablename__ = "seat_records"
+    __table_args__ = (Index("ix_seat_records_person", "person", "role", "team", "size", "cause", "won"),
+                      Index("ix_seat_records_table_person", "table_key", "person", "won"),
+                      Index("ix_seat_records_host_person", "host", "person", "won"))
+
+    game_id: str = Field(primary_key=True, max_length=200)
+    person: str = Field(primary_key=True, max_length=200)
+    seat: int
+    role: str = Field(max_length=16)
+    team: str = Field(max_length=8)
+    won: bool
+    size: int
+    cause: str = Field(max_length=32)
+    table_key: str = Field(max_length=200)
+    host: str = Field(max_length=200)
+    ended_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class StatsPersonRow(SQLModel, table=True):
+    """What a person asked of their records: hidden from others, or forgotten (every record of a game
+    that ended up to ``forgotten_at`` deleted, and left out of a rebuild)."""
+
+    __tablename__ = "stats_people"
+
+    person: str = Field(primary_key=True, max_length=200)
+    hidden: bool = False
+    forgotten_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    updated_at: datetime = Field(sa_type=DateTime(timezone=True))

@@ -29,6 +29,7 @@ from .cache import GameCache
 from .envelopes import Envelopes
 from .moves import UNKNOWN_GAME
 from .people import People, person_of
+from .record_commands import RecordCommands
 from .routing import choices_for
 from .store import LoadedGame, Store
 
@@ -48,7 +49,8 @@ class SideCommands:
         self.envelopes = envelopes
         self.handlers = {"show_board": self.show_board, "remind_phase": self.remind,
                          "update_profile": self.update_profile, "invite": self.invite,
-                         "show_role": self.show_role, "show_choices": self.show_choices}
+                         "show_role": self.show_role, "show_choices": self.show_choices,
+                         **RecordCommands(store, people, envelopes).handlers}  # the record's: record_commands.py
 
     async def show_board(self, env: CommandEnvelope, loaded: LoadedGame | None, batch: StagedBatch) -> None:
         if loaded is None:

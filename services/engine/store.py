@@ -23,6 +23,7 @@ from avalon.services.engine.rules import GameState, replay_events
 
 from .conflicts import Conflict, Duplicate
 from .pg_batch import PgBatchWriter
+from .records import SqlWriter, project
 from .rows import EventRow, GameRow, PlayerAddressRow, PlayerRow, ProcessedCommand
 
 KEEP = object()  # commit(deadline_at=KEEP): the open phase's deadline stays as it is
@@ -61,6 +62,7 @@ class _Rows:
     updates: list[dict]
     keep_deadline: list[dict]
     events: list[dict]
+    ended: list[EventEnvelope] = field(default_factory=list)  # game_ended: recorded in the same transaction
 
 
 @dataclass
@@ -254,7 +256,8 @@ class Store:
                 keep_deadline.append(dict(b_id=game_id, b_expected=game.expected, **values))
             else:
                 updates.append(dict(b_id=game_id, b_expected=game.expected, deadline_at=game.deadline_at, **values))
-        rows = _Rows(processed, new_games, updates, keep_deadline, event_rows)
+        rows = _Rows(processed, new_games, updates, keep_deadline, event_rows,
+                     [envelope for _, envelope, _, _ in owners if envelope.event.type == "game_ended"])
         ids = await (self._pg.write(rows) if self._pg is not None else self._write(rows))
         out: list[list[Outgoing]] = [[] for _ in requests]
         for event_id, (index, envelope, channels, body) in zip(ids, owners):
@@ -293,6 +296,7 @@ class Store:
                                               event_rows)).scalars().all()
                 except IntegrityError as error:  # a (game, seq) taken: someone else moved the game
                     raise Conflict(event_rows[0]["game_id"]) from error
+            await project(SqlWriter(conn), rows.ended)
         return ids
 
     # -- the outbox ----------------------------------------------------------------

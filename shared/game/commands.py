@@ -28,6 +28,9 @@ class CreateGame(Command):
     game_id: str
     seed: int
     options: Options = Options()
+    #: the group the game is played in, as its channel names it (a Telegram group: ``tg<chat id>``);
+    #: the record of finished games counts a group's games by it. Empty: the host's own table.
+    table: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -62,6 +62,7 @@ class GameCreated(Event):
     host: str
     seed: int
     options: Options
+    table: str = ""  # CreateGame.table: the group the game is played in ("": the host's)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

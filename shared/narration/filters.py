@@ -10,6 +10,8 @@ from babel.dates import format_date, format_time, format_timedelta
 from jinja2 import pass_context
 from markupsafe import Markup, escape
 
+from avalon.shared.game.codes import game_code
+
 from .books import MissingTranslation, say
 from .catalogs import capitalized
 
@@ -108,8 +110,16 @@ def either(ctx, choices) -> Markup:
                   list(choices))
 
 
+@pass_context
+def code(ctx, game_id: str) -> str:
+    """A game's code (``shared/game/codes.py``), as the history shows it and ``avalon export`` takes it;
+    isolated inside right-to-left text (its dash and digits stay in their order)."""
+    shown = game_code(game_id)
+    return f"{FSI}{shown}{PDI}" if ctx["rtl"] else shown
+
+
 FILTERS = dict(
     name=name, names=names, role=term("roles"), team=term("teams"), phase=term("phases"), cause=term("causes"),
     rule=term("missed_rules"), card=term("cards"), knowledge=term("knowledge"), plural=plural, when=when,
-    left=left, reason=reason, cap=cap, text=free_text, either=either,
+    left=left, reason=reason, cap=cap, text=free_text, either=either, code=code,
 )

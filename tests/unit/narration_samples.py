@@ -19,7 +19,19 @@ from avalon.shared.protocol import (
     audience_model,
     event_body,
 )
-from avalon.services.engine.rules import Card, CommandKind, Lancelot, Options, Phase, Reason
+from avalon.services.engine.rules import Card, CommandKind, Lancelot, Options, Phase, Reason, Role, Team, WinCause
+from avalon.shared.protocol_records import (
+    HistoryShown,
+    Leader,
+    LeaderboardShown,
+    PastGame,
+    RecordsForgotten,
+    RoleLine,
+    SizeLine,
+    StatsHidden,
+    StatsShown,
+    TeamLine,
+)
 from avalon.shared.game import events as ev
 from avalon.services.engine.simulate import random_game
 
@@ -83,11 +95,34 @@ def service_envelopes() -> list[EventEnvelope]:
            envelope(event_body(ev.PlayerLeft(player="p4")), public, 902),
            envelope(event_body(ev.OptionsChanged(options=GAMES[1][1])), public, 903),
            envelope(event_body(ev.GameCancelled(by="p1")), public, 904)]
-    for i, reason in enumerate(list(Reason) + ["malformed", "unknown_game"]):
+    out += record_envelopes(private)
+    for i, reason in enumerate(list(Reason) + ["malformed", "unknown_game", "unknown_person", "hidden_stats"]):
         params = {k: v for k, v in SAMPLE_PARAMS.items()}
         out.append(envelope(CommandRejected(command_type="cast_vote", reason=reason, params=params,
                                             message="..."), private, 1000 + i))
     return out
+
+
+def record_envelopes(private) -> list[EventEnvelope]:
+    """The record's answers: stats (with and without games), a leaderboard and a history (with and
+    without lines), hiding and showing, forgetting."""
+    stats = StatsShown(player="p2", hidden=True, games=12, wins=7,
+                       by_role=(RoleLine(role=Role.MERLIN, games=3, wins=2), RoleLine(role=Role.ASSASSIN, games=2, wins=1)),
+                       by_team=(TeamLine(team=Team.GOOD, games=8, wins=5), TeamLine(team=Team.EVIL, games=4, wins=2)),
+                       by_size=(SizeLine(players=5, games=10, wins=6), SizeLine(players=7, games=2, wins=1)),
+                       merlin_shot_at=2, merlin_survived=1, assassin_shots=2, assassin_hits=1)
+    past = PastGame(code="7KQ2-M9XD", ended_at=NOW, players=5, winner=Team.EVIL, cause=WinCause.MERLIN_ASSASSINATED,
+                    roles=(("p1", Role.MERLIN), ("p2", Role.ASSASSIN), ("p3", Role.LOYAL_SERVANT),
+                           ("p4", Role.MORGANA), ("p5", Role.PERCIVAL)))
+    bodies = [stats, StatsShown(player="p1", games=0, wins=0),
+              LeaderboardShown(table="tg-1", min_games=3, leaders=(Leader(player="p1", games=9, wins=6),
+                                                                   Leader(player="p3", games=4, wins=1))),
+              LeaderboardShown(table="tg-1", min_games=3, leaders=()),
+              LeaderboardShown(host="p2", min_games=5, leaders=(Leader(player="p2", games=7, wins=3),)),
+              HistoryShown(table="tg-1", games=(past,)), HistoryShown(table="tg-1", games=()),
+              StatsHidden(player="p1", hidden=True), StatsHidden(player="p1", hidden=False),
+              RecordsForgotten(player="p1", games=4)]
+    return [envelope(body, private, 0) for body in bodies]
 
 
 def all_samples() -> dict[str, list[EventEnvelope]]:

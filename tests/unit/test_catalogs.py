@@ -14,6 +14,7 @@ from babel.messages.pofile import read_po
 
 from avalon.shared.game.errors import Reason
 from avalon.shared.languages import LOCALES, SOURCE
+from avalon.shared.protocol_records import RECORD_REASONS
 from avalon.shared.narration.books import BOOKS, keys
 from avalon.shared.narration.catalogs import LOCALES_DIR, catalog_path
 from avalon.shared.narration.render import RTL, TEMPLATES, environment, glossary
@@ -103,7 +104,7 @@ def test_every_keyed_sentence_is_in_every_catalog(book):
     env = environment("en")
     contexts = {f"{book}:{key}" for key in keys(env, book)}
     if book == "reasons":
-        assert set(keys(env, book)) == {r.value for r in Reason} | {"malformed", "unknown_game"}
+        assert set(keys(env, book)) == {r.value for r in Reason} | {"malformed", "unknown_game"} | set(RECORD_REASONS)
     for locale in TRANSLATED:
         assert contexts <= {m.context for m in entries(locale)}, locale
 

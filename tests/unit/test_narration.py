@@ -10,6 +10,7 @@ from functools import lru_cache
 
 import pytest
 
+from avalon.shared.protocol_records import RECORD_REASONS
 from avalon.shared.narration.render import (
     CHANNELS,
     FSI,
@@ -90,7 +91,7 @@ def test_no_template_in_another_locale_is_left_in_english(locale):
 
 @pytest.mark.parametrize("locale", LOCALES)
 def test_every_rejection_reason_has_a_sentence(locale):
-    assert set(reasons(locale)) == {r.value for r in Reason} | {"malformed", "unknown_game"}
+    assert set(reasons(locale)) == {r.value for r in Reason} | {"malformed", "unknown_game"} | set(RECORD_REASONS)
 
 
 def test_names_are_escaped_for_html():

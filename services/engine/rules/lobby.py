@@ -51,7 +51,7 @@ def create(tx: Tx, c: cmd.CreateGame) -> Rejection | None:
         return problem
     if not _valid_id(c.actor):
         return reject(Reason.UNKNOWN_PLAYER, player=c.actor)
-    tx.emit(ev.GameCreated(game_id=c.game_id, host=c.actor, seed=c.seed, options=c.options))
+    tx.emit(ev.GameCreated(game_id=c.game_id, host=c.actor, seed=c.seed, options=c.options, table=c.table))
     tx.emit(ev.LobbyOpened(host=c.actor, options=c.options, deals=would_deal(c.options, 0)))
     tx.emit(ev.PlayerJoined(player=c.actor, deals=would_deal(c.options, 1)))
     return None
