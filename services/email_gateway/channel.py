@@ -15,12 +15,13 @@ from markupsafe import Markup
 
 from avalon.shared.delivery.channel import TALLIES, Game
 from avalon.shared.delivery.outbox import Outgoing, Row, Unavailable, Undeliverable
+from avalon.shared.delivery.photos import Photos, decode, encode
 from avalon.shared.delivery.roster import Reader, Roster
 from avalon.shared.narration.render import Context, Narrator, Recipient, environment, pick_locale
 from avalon.shared.protocol import EventEnvelope
 
 from . import links
-from .compose import Identity, build_mail
+from .compose import Identity, build_mail, picture_id, with_pictures
 from .notes import MailNotes, Pending, title_of
 from .pages import footer_key, game_body, merged, subject_of
 from .smtp import PermanentFailure, server_down
@@ -46,7 +47,7 @@ class EmailChannel:
 
     def __init__(self, identity: Identity, tokens: Tokens, smtp, roster: Roster, *,
                  languages: tuple[str, ...] = ("en",), default_time_zone: str = "UTC",
-                 on_failing: Callable[[str, str], Awaitable[None]] | None = None) -> None:
+                 on_failing: Callable[[str, str], Awaitable[None]] | None = None, photos: Photos | None = None) -> None:
         self.identity = identity
         self.tokens = tokens
         self.smtp = smtp
@@ -57,6 +58,7 @@ class EmailChannel:
         self.default_time_zone = default_time_zone
         self.on_failing = on_failing  # (address, error): mail to it is given up on
         self.sent = 0  # mails handed to SMTP (the benchmark reads it)
+        self.photos = photos or Photos()  # the board's and the end's pictures, drawn once per language
 
     # -- the delivery core's questions ---------------------------------------------------------
 
@@ -117,8 +119,14 @@ class EmailChannel:
         block = self._block(game, envelope, reader, locale)
         phase_id = getattr(envelope.event, "phase_id", None)
         phase_id = phase_id if isinstance(phase_id, int) else game.table.turn.phase_id
-        return Outgoing(address_of(reader.player), game_body(game, phase_id, locale, rendered.subject, html, text,
-                                                             name=names.get(reader.player), block=block))
+        png = self.photos.of(game.table, envelope, names, locale)
+        if png is not None:  # shown inline under the words (the text part says the same: alt="")
+            html = f'{html}\n<p><img src="cid:{picture_id(self.identity, png)}" alt=""></p>'
+        body = game_body(game, phase_id, locale, rendered.subject, html, text, name=names.get(reader.player),
+                         block=block)
+        if png is not None:
+            body["picture"] = encode(png)
+        return Outgoing(address_of(reader.player), body)
 
     def _block(self, game: Game, envelope: EventEnvelope, reader: Reader, locale: str) -> tuple[str, str]:
         """What a reader may do now, under the event's own words: their choices' links, an invitation's
@@ -172,6 +180,7 @@ class EmailChannel:
                              text=text, html=page, token=token, game_id=game_id,
                              phase_id=phase_ids[-1] if phase_ids else None, locale=locale, rtl=rtl,
                              extra_headers=extra or None)
+        with_pictures(message, self.identity, [decode(r.body["picture"]) for r in rows if r.body.get("picture")])
         try:
             await self.smtp.send(message)
         except PermanentFailure as refused:

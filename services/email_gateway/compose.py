@@ -164,6 +164,28 @@ def build_mail(identity: Identity, *, to: str, to_name: str | None, subject: str
     return message
 
 
+def picture_id(identity: Identity, png: bytes) -> str:
+    """The Content-ID (without <>) the HTML part shows a picture by: named by its bytes, so the same
+    picture twice in one mail is one part, and two pictures are never confused."""
+    return f"picture.{hashlib.sha256(png).hexdigest()[:24]}@{identity.domain}"
+
+
+def with_pictures(message: EmailMessage, identity: Identity, pictures: list[bytes]) -> EmailMessage:
+    """The PNGs the HTML part shows (``cid:``) carried inline beside it: the HTML part becomes a
+    multipart/related of the page and its images; the text/plain part is left as it is."""
+    page = message.get_body(("html",)) if pictures else None
+    if page is None:
+        return message
+    seen = set()
+    for png in pictures:
+        cid = picture_id(identity, png)
+        if cid not in seen:
+            seen.add(cid)
+            page.add_related(png, maintype="image", subtype="png", cid=f"<{cid}>", disposition="inline",
+                             filename=f"avalon-{len(seen)}.png")
+    return message
+
+
 def mailto(identity: Identity, token: str | None, subject: str, body: str) -> str:
     """A ``mailto:`` URL to the narrator (with the token) that fills in ``subject`` and ``body``,
     percent-encoded as RFC 6068 asks (UTF-8; line breaks as %0D%0A)."""

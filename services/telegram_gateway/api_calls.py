@@ -17,6 +17,7 @@ from aiogram.methods import (
     GetMe,
     GetUpdates,
     SendMessage,
+    SendPhoto,
 )
 from aiogram.methods.base import Response
 
@@ -31,7 +32,7 @@ _RESPONSE_MODELS: list[type] = []
 
 def hold_response_models() -> None:
     if not _RESPONSE_MODELS:
-        methods = (SendMessage, EditMessageText, EditMessageReplyMarkup, AnswerCallbackQuery, DeleteMessage,
+        methods = (SendMessage, SendPhoto, EditMessageText, EditMessageReplyMarkup, AnswerCallbackQuery, DeleteMessage,
                    GetUpdates, GetMe)
         _RESPONSE_MODELS.extend(Response[m.__returning__] for m in methods)
 

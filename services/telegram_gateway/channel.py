@@ -16,6 +16,7 @@ from aiogram.types import InlineKeyboardMarkup
 
 from avalon.shared.delivery.channel import GROUP_CHOICES, Game
 from avalon.shared.delivery.outbox import Outgoing, Row, Undeliverable
+from avalon.shared.delivery.photos import Photos, decode, encode
 from avalon.shared.delivery.roster import Reader
 from avalon.shared.narration.render import glossary
 from avalon.shared.protocol import EventEnvelope
@@ -34,6 +35,19 @@ def send(chat: int, text: str, markup=None, *, slot: str | None = None) -> Outgo
     return Outgoing(str(chat), {"op": "send", "chat": chat, "text": text, "markup": markup_json(markup), "slot": slot})
 
 
+#: Telegram's longest caption (in UTF-16 units, as it counts them); a longer text goes beside the photo
+MAX_CAPTION = 1024
+
+
+def photo(chat: int, png: bytes, text: str) -> list[Outgoing]:
+    """A picture with its text kept for those who cannot see it: as its caption when it fits, else
+    the photo and then the text as a message of its own."""
+    if len(text.encode("utf-16-le")) // 2 <= MAX_CAPTION:
+        return [Outgoing(str(chat), {"op": "photo", "chat": chat, "photo": encode(png), "caption": text})]
+    return [Outgoing(str(chat), {"op": "photo", "chat": chat, "photo": encode(png), "caption": None}),
+            send(chat, text)]
+
+
 def edit(chat: int, message, text: str, markup=None) -> Outgoing:
     """An edit of a message sent before: ``message`` is its id, or the slot it was staged under."""
     body = {"op": "edit", "chat": chat, "text": text, "markup": markup_json(markup)}
@@ -48,7 +62,7 @@ class TelegramChannel:
 
     def __init__(self, memory: Memory, speech: Speech, sender: Sender, *, deep_link: Callable[[str], str],
                  game_of: Callable[[str], Game | None], open_games_of: Callable[[str], set[str]],
-                 slot_of: Callable[[str], str | None]) -> None:
+                 slot_of: Callable[[str], str | None], photos: Photos | None = None) -> None:
         self.memory = memory
         self.speech = speech
         self.sender = sender
@@ -56,6 +70,7 @@ class TelegramChannel:
         self.game_of = game_of  # game id -> the game as the gateway keeps it
         self.open_games_of = open_games_of  # player -> the games not over they sit in
         self.slot_of = slot_of  # slot name -> the sent message's id, once sent (the outbox's)
+        self.photos = photos or Photos()  # the board's and the end's pictures, drawn once per language
 
     # -- the delivery core's questions ---------------------------------------------------------
 
@@ -144,8 +159,14 @@ class TelegramChannel:
         text = self.speech.render(envelope, reader, game)
         if reader is not None:
             text = self.speech.private_text(reader, text, game, self.open_games_of(reader))
-        out.append(send(chat, text))
+        self.with_picture(game, envelope, reader, chat, text, out)
         return True
+
+    def with_picture(self, game: Game, envelope: EventEnvelope, reader: str | None, chat: int, text: str,
+                     out: list[Outgoing]) -> None:
+        """``text`` to ``chat``, with the picture the event brings (drawn in the reader's language) if any."""
+        png = self.photos.of(game.table, envelope, self.memory.names, self.speech.locale(reader, game))
+        out.extend([send(chat, text)] if png is None else photo(chat, png, text))
 
     def _on_game_cancelled(self, game, envelope, e, out) -> bool:
         self._over(game)
@@ -153,7 +174,8 @@ class TelegramChannel:
 
     def _on_game_ended(self, game, envelope, e, out) -> bool:
         self._over(game)
-        return False
+        self.with_picture(game, envelope, None, game.own.chat_id, self.speech.render(envelope, None, game), out)
+        return True
 
     def _over(self, game: Game) -> None:
         if self.memory.current.get(game.own.chat_id) == game.table.game_id:
@@ -259,7 +281,10 @@ class TelegramChannel:
             if message is not None:  # (a message never sent has nothing to edit)
                 await self.sender.edit(chat, message, body["text"], markup)
             return None
-        sent = await self.sender.send(chat, body["text"], markup)
+        if body["op"] == "photo":
+            sent = await self.sender.send_photo(chat, decode(body["photo"]), body.get("caption"))
+        else:
+            sent = await self.sender.send(chat, body["text"], markup)
         if sent is None:
             raise Undeliverable(f"Telegram did not take the message for chat {chat} (see the log above)")
         return str(sent.message_id)

@@ -30,7 +30,7 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramServerError,
 )
-from aiogram.types import ReplyParameters
+from aiogram.types import BufferedInputFile, ReplyParameters
 
 from avalon.shared import ops
 
@@ -47,13 +47,14 @@ _ERROR_SEND = ops.ERRORS.labels(service="telegram", where="send")
 
 @dataclass
 class _Job:
-    kind: str  # send | edit
+    kind: str  # send | edit | photo
     chat_id: int
     text: str | None  # None: an edit of the buttons only
     markup: Any = None
     message_id: int | None = None
     future: asyncio.Future = field(default=None)  # type: ignore[assignment]
     reply_to: int | None = None  # a send that answers this message (of the same chat)
+    photo: bytes | None = None  # a photo's PNG (its caption is ``text``)
 
 
 class Sender:
@@ -83,6 +84,11 @@ class Sender:
         """Queue a message (a reply to message ``reply_to`` of that chat, if given); resolves to the
         sent Message (or None if it could not be delivered)."""
         return await self._submit(_Job("send", chat_id, text, markup, reply_to=reply_to))
+
+    async def send_photo(self, chat_id: int, png: bytes, caption: str | None = None) -> Any:
+        """Queue a photo (uploaded as multipart/form-data) with its caption, if any; resolves to the
+        sent Message (or None). Paced and retried like a message; never merged with one."""
+        return await self._submit(_Job("photo", chat_id, caption, photo=png))
 
     async def edit(self, chat_id: int, message_id: int, text: str | None, markup: Any = None) -> Any:
         """Edit a message in place: its text and buttons, or (``text=None``) its buttons only."""
@@ -155,7 +161,10 @@ class Sender:
             attempt += 1
             await self.pacing.wait_for_turn(job.chat_id)
             try:
-                if job.kind == "send" and job.reply_to is not None:
+                if job.kind == "photo":
+                    sent = await self.bot.send_photo(job.chat_id, BufferedInputFile(job.photo or b"", "avalon.png"),
+                                                     caption=job.text)
+                elif job.kind == "send" and job.reply_to is not None:
                     sent = await self.bot.send_message(
                         job.chat_id, job.text, reply_markup=job.markup,
                         reply_parameters=ReplyParameters(message_id=job.reply_to, allow_sending_without_reply=True))

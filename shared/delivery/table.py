@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from avalon.shared.game import Options, Phase, Role
-from avalon.shared.protocol import ChoicesOffered, EventEnvelope, Person
+from avalon.shared.pictures import GamePicture, step
+from avalon.shared.protocol import ChoicesOffered, EventEnvelope, Person, to_core_event
 
 
 @dataclass
@@ -75,6 +76,9 @@ class Table:
     over: bool = False
     seen_seq: int = 0  # the last of the game's events folded in
     title: str = ""  # the table's name where the host's channel gives one (a Telegram group's title)
+    #: what the board's and the end's pictures show, folded from the game's PUBLIC events only (a
+    #: class-level default, so a table pickled before it existed reads back with an empty picture)
+    picture: GamePicture = GamePicture()
 
     def offer(self, player: str) -> ChoicesOffered | None:
         """What ``player`` may do in the open phase (None: nothing, or an offer of a phase that is over)."""
@@ -97,6 +101,8 @@ def fold(table: Table, envelope: EventEnvelope) -> None:
     learn = _FOLDS.get(e.type)
     if learn is not None:
         learn(table, e)
+    if e.type in PICTURED and envelope.audience.kind.value == "public":
+        table.picture = step(table.picture, to_core_event(e, envelope.audience))
     for player, person in envelope.people.items():
         known = table.seats.people.get(player)
         table.seats.people[player] = person if known is None else Person(
@@ -173,6 +179,11 @@ def _over(t: Table, e) -> None:
     t.over = True
     t.turn.offers = {}
 
+
+#: the events the pictures are folded from (shared.pictures.record), all public ones; any other
+#: event (a private one above all) never reaches the picture
+PICTURED = frozenset({"game_started", "phase_opened", "team_proposed", "votes_revealed", "proposal_missed",
+                      "quest_resolved", "lady_used", "game_ended"})
 
 _FOLDS: dict[str, Callable[[Table, Any], None]] = {
     "lobby_opened": _lobby_opened,

@@ -10,6 +10,8 @@ import random
 
 
 from avalon.services.email_gateway.wording import link_body
+from avalon.shared.pictures import draw_board, draw_end, picture_of
+from avalon.shared.protocol import to_core_event
 from tests.e2e.email_support import MailPlayer, Narrator, wait_until
 from tests.mailservers import MailUser, mail_servers  # noqa: F401 - the fixture
 
@@ -91,8 +93,13 @@ async def test_seven_players_play_a_whole_game_with_lady_and_excalibur_by_email(
             loaded = await narrator.store.load(code[0])
             return loaded is not None and loaded.state.over
 
+        asked: list[bool] = []
+
         async def play():
             await asyncio.gather(*(p.step() for p in players))
+            if not asked and any(e.event.type == "quest_resolved" for e in await narrator.store.event_log(code[0])):
+                asked.append(True)  # mid-game, the host asks for the board by mail
+                await host.user.reply(host.mails[-1], "status", quote="below")
         await wait_until(over, 400, "the end of the game", play)
         await narrator.gateway.outbox.idle(60)
         await asyncio.sleep(1.5)
@@ -121,6 +128,37 @@ async def test_seven_players_play_a_whole_game_with_lady_and_excalibur_by_email(
             name = people[seat].display_name
             assert name in text, f"{p.user.address}'s last mail names every player in the reveal ({name} missing)"
         assert "mail:" not in text
+    # the pictures: the board the host asked for, and the end in each player's language, inline
+    core = [to_core_event(e.event, e.audience) for e in log if hasattr(e.event, "core")]
+    names = {seat: people[seat].display_name for seat, _role in ended.event.roles}
+    board = [m for m in host.mails if "📋" in m.get_body(("plain",)).get_content()]
+    assert len(board) == 1 and len(pictures_of(board[0])) == 1, "the board mail carries its picture inline"
+    boards = {draw_board(picture_of(core[:k]), names, "en") for k in range(1, len(core))
+              if core[k - 1].audience.kind.value == "public"}
+    assert pictures_of(board[0])[0] in boards, "the board as the group knew it when it was asked for"
+    for p in players:
+        last = p.mails[-1]
+        locale = last["Content-Language"]  # the reader's language, as the mail says it
+        assert pictures_of(last) == [draw_end(picture_of(core), names, locale)], (p.user.address, locale)
+    for mail in (board[0], players[0].mails[-1]):
+        text = mail.get_body(("plain",))
+        assert "cid:" not in text.get_content() and text.get_content_type() == "text/plain"
+        assert mail.get_content_type() == "multipart/alternative", "the text part beside the page, not inside"
     cyrillic = [m for m in players[1].mails[-3:] if any("а" <= ch <= "я" for ch in m.get_body(("plain",)).get_content())]
     assert cyrillic, "the Russian player reads the game in Russian"
 
+
+
+def pictures_of(mail) -> list[bytes]:
+    """The PNGs a mail shows inline: each an image part of the HTML page's multipart/related, named
+    by the Content-ID the page's <img src="cid:..."> uses."""
+    page = mail.get_body(("related", "html"))
+    html = mail.get_body(("html",)).get_content()
+    if page is None or page.get_content_type() != "multipart/related":
+        return []
+    out = []
+    for part in page.iter_parts():
+        if part.get_content_type() == "image/png":
+            assert f'cid:{part["Content-ID"].strip("<>")}' in html, "the page shows the picture it carries"
+            out.append(part.get_content())
+    return out

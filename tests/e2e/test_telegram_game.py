@@ -7,15 +7,19 @@ import asyncio
 import re
 import time
 
+from avalon.services.engine.store import Store
+from avalon.shared.pictures import draw_board, draw_end, picture_of
+from avalon.shared.protocol import to_core_event
+
 from .conftest import NAMES
+
 
 def texts(fake, chat) -> list[str]:
     return [m.text for m in fake.messages(chat)]
 
 
-async def test_a_whole_game_with_the_lady_is_played_in_a_group_with_buttons_only(world):
-    fake, group, users, gateway = world
-    by_name = dict(zip(NAMES, users))
+async def start_a_game(fake, group, users) -> None:
+    """Seven players join a new game in the group and it starts: each has their role card."""
     host = users[0]
     for user in users:
         await user.start_private()
@@ -29,6 +33,11 @@ async def test_a_whole_game_with_the_lady_is_played_in_a_group_with_buttons_only
     for user in users:
         await fake.wait_for_message(user.private_chat, "Your role", timeout=15)
 
+
+async def play_to_the_end(fake, group, users) -> None:
+    """Every button pressed (the leader's picks, everyone approves, success, the first target) until
+    the game's end is told in the group."""
+    by_name = dict(zip(NAMES, users))
     acted: set[tuple[int, int, str]] = set()
     deadline = time.monotonic() + 120
     while not any(t.startswith("🏁") for t in texts(fake, group)):
@@ -67,6 +76,12 @@ async def test_a_whole_game_with_the_lady_is_played_in_a_group_with_buttons_only
                     progressed = True
         await asyncio.sleep(0.05 if progressed else 0.1)
 
+
+async def test_a_whole_game_with_the_lady_is_played_in_a_group_with_buttons_only(world):
+    fake, group, users, gateway = world
+    await start_a_game(fake, group, users)
+    await play_to_the_end(fake, group, users)
+
     group_text = "\n".join(texts(fake, group))
     assert "Your role" not in group_text, "role cards only in private chats"
     for phrase in ("A new game", "The game begins", "is the leader", "Everyone votes", "The team goes on quest",
@@ -81,3 +96,39 @@ async def test_a_whole_game_with_the_lady_is_played_in_a_group_with_buttons_only
     before_end = group_text.split("🏁")[0]
     for role_word in ("Merlin —", "Your role", "Morgana —", "is evil"):
         assert role_word not in before_end, f"private fact in the group: {role_word}"
+
+
+async def public_picture(store: Store, game_id: str):
+    """What a picture of the game may show, from the engine's whole log (private events included: the
+    pictures' own fold must leave them out)."""
+    log = await store.event_log(game_id, include_internal=True)
+    return picture_of(to_core_event(e.event, e.audience) for e in log if hasattr(e.event, "core"))
+
+
+async def test_the_board_and_the_end_come_as_photos_drawn_from_what_the_group_was_told(world, tmp_path):
+    fake, group, users, gateway = world
+    await start_a_game(fake, group, users)
+    game_id = next(iter(gateway.book.games))
+    store = Store(f"sqlite+aiosqlite:///{tmp_path / 'engine.db'}")
+    try:
+        await fake.wait_for_message(group, timeout=15, where=lambda m: any(d.startswith("p:") for d in m.callback_data))
+        await users[2].send(group, "/status")
+        await fake.wait_for(lambda: fake.photos(group), timeout=15)
+        board = fake.photos(group)[0]
+        game = await public_picture(store, game_id)
+        assert game.seats and game.leader, "the game had started"
+        assert board.photo == draw_board(game, gateway.memory.names, "en")
+        assert board.text.startswith("📋") and "Leader:" in board.text, "the board's text kept as the photo's caption"
+        upload = fake.calls("sendPhoto")[0].params
+        assert upload[upload["photo"].removeprefix("attach://")]["filename"] == "avalon.png"  # a multipart upload
+
+        await play_to_the_end(fake, group, users)
+        await fake.wait_for(lambda: len(fake.photos(group)) == 2, timeout=15)
+        end = fake.photos(group)[1]
+        game = await public_picture(store, game_id)
+        assert game.ending is not None
+        assert end.photo == draw_end(game, gateway.memory.names, "en")
+        told = end.text or fake.messages(group)[fake.messages(group).index(end) + 1].text
+        assert told.startswith("🏁") and len(re.findall(r"• (\w+): ", told)) == 7, "the end's text kept"
+    finally:
+        await store.close()

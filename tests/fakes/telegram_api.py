@@ -24,7 +24,8 @@ polling. Errors have Telegram's codes, descriptions and ``parameters`` (retry_af
 migrate_to_chat_id), so aiogram raises the same exceptions it raises in production.
 
 Not modelled: webhook delivery (setWebhook is recorded and blocks getUpdates, as in Telegram), inline
-mode, media, payments, forum topics; methods not implemented answer 404 and are listed in
+mode, media other than ``sendPhoto`` (a photo's bytes are kept: ``SentMessage.photo``, its caption
+is the message's ``text``), payments, forum topics; methods not implemented answer 404 and are listed in
 ``unknown_calls``.
 """
 
@@ -61,6 +62,7 @@ __all__ = [
 ]
 
 MAX_TEXT_LENGTH = 4096
+MAX_CAPTION_LENGTH = 1024
 MAX_CALLBACK_DATA_BYTES = 64
 
 # Update types Telegram sends when allowed_updates is empty or was never given.
@@ -202,6 +204,7 @@ class SentMessage:
     deleted: bool = False
     service: dict[str, Any] = field(default_factory=dict)  # e.g. {"migrate_to_chat_id": ...}
     history: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)  # earlier (text, markup)
+    photo: bytes | None = None  # a photo's bytes as uploaded (``text``/``entities`` are then its caption)
     _bot_json: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -239,7 +242,15 @@ class SentMessage:
             message["edit_date"] = self.edit_date
         if with_reply and self.reply_to is not None:
             message["reply_to_message"] = self.reply_to.json(with_reply=False)
-        if self.text:
+        if self.photo is not None:
+            unique = f"{self.chat.id}_{self.message_id}"
+            message["photo"] = [{"file_id": "photo-" + unique, "file_unique_id": unique, "width": 960,
+                                 "height": 640, "file_size": len(self.photo)}]
+            if self.text:
+                message["caption"] = self.text
+                if self.entities:
+                    message["caption_entities"] = [dict(e) for e in self.entities]
+        elif self.text:
             message["text"] = self.text
             if self.entities:
                 message["entities"] = [dict(e) for e in self.entities]
@@ -469,7 +480,7 @@ class FakeTelegram:
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._methods: dict[str, tuple[str, Callable[[dict[str, Any]], Awaitable[Any]]]] = {}
-        for name in ("getMe", "getUpdates", "deleteWebhook", "setWebhook", "getWebhookInfo", "sendMessage",
+        for name in ("getMe", "getUpdates", "deleteWebhook", "setWebhook", "getWebhookInfo", "sendMessage", "sendPhoto",
                      "editMessageText", "editMessageReplyMarkup", "deleteMessage", "answerCallbackQuery",
                      "getChat", "getChatMember", "setMyCommands", "getMyCommands", "deleteMyCommands",
                      "sendChatAction"):
@@ -942,7 +953,8 @@ class FakeTelegram:
                 form = await request.post()
                 for key, value in form.items():
                     if isinstance(value, web.FileField):
-                        raw[key] = {"filename": value.filename, "size": len(value.file.read())}
+                        data = value.file.read()
+                        raw[key] = {"filename": value.filename, "size": len(data), "data": data}
                     else:
                         raw[key] = value
         return {key: _coerce(key, value) for key, value in raw.items()}
@@ -1209,6 +1221,29 @@ class FakeTelegram:
         message = self._store(chat, None, text, entities, params["text"], params.get("parse_mode"),
                               reply_markup=markup, reply_to=reply_to)
         return message.json()
+
+    async def _api_sendPhoto(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A photo uploaded as multipart/form-data (``photo``: ``attach://<field>`` or the file field
+        itself), with an optional caption (at most 1024 characters after its markup)."""
+        chat = self._writable_chat(params.get("chat_id"))
+        upload = params.get("photo")
+        if isinstance(upload, str) and upload.startswith("attach://"):
+            upload = params.get(upload[len("attach://"):])
+        if not isinstance(upload, dict) or not upload.get("data"):
+            raise TelegramError(400, "Bad Request: there is no photo in the request")
+        caption, entities = "", []
+        if params.get("caption"):
+            caption, entities = self._render({**params, "text": params["caption"]})
+            if len(caption.encode("utf-16-le")) // 2 > MAX_CAPTION_LENGTH:
+                raise TelegramError(400, "Bad Request: message caption is too long")
+        message = self._store(chat, None, caption, entities, params.get("caption") or "", params.get("parse_mode"),
+                              reply_markup=self._markup(params))
+        message.photo = upload["data"]
+        return message.json()
+
+    def photos(self, chat: FakeChat | FakeUser | int) -> list[SentMessage]:
+        """The bot's photos in a chat, oldest first (each with its bytes and its caption as ``text``)."""
+        return [m for m in self.messages(chat) if m.photo is not None]
 
     def _editable(self, params: dict[str, Any], verb: str = "edit") -> SentMessage:
         if params.get("inline_message_id"):
