@@ -33,6 +33,10 @@ CODE_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 #: intent kind -> the engine command it is (those needing more are handled below)
 SIMPLE = {"join": "join", "leave": "leave", "start": "start_game", "cancel": "cancel_game", "status": "show_board",
           "role": "show_role"}
+#: the record of finished games: intent kind -> the engine command (answered to the asker alone, by mail)
+RECORDS = {"stats": "show_stats", "top": "show_leaderboard", "history": "show_history", "hide_stats": "hide_stats",
+           "show_stats": "hide_stats", "forget_me": "forget_me"}
+RECORDS_GAME = "records"
 #: what a mail may ask of a game that answers without the player's open choices (all else shows or uses them)
 ASIDE = frozenset({"status", "role", "help", "rules"})
 
@@ -121,6 +125,8 @@ class Inbound:
         parsed = self.read(mail, game)
         if isinstance(parsed, Intent) and parsed.kind == "new_game":
             return await self.new_game(mail, key, player, parsed), None
+        if isinstance(parsed, Intent) and parsed.kind in RECORDS:
+            return await self.records(mail, key, player, parsed), None
         if game is None:
             candidates = open_games_of(gw.games.values(), player)
             if len(candidates) == 1:
@@ -274,6 +280,24 @@ class Inbound:
                      language=intent.text if intent.kind == "language" else None,
                      params={"language": intent.text, "zone": intent.text})
         return f"profile {intent.kind}"
+
+    async def records(self, mail: IncomingMail, key: str, player: str, intent: Intent) -> str:
+        """Stats, the leaderboard and history of the games the asker hosted (a mail game's table is its
+        host's: ``create_game`` without ``table``), hiding one's stats, being forgotten: asked under
+        ``records`` (every game id is the mail channel's; one a reply token can carry), answered to the
+        asker alone, by mail."""
+        gw = self.gw
+        body: dict = {"type": RECORDS[intent.kind]}
+        if intent.kind == "top":
+            body.update(host=player, min_games=1)
+        elif intent.kind == "history":
+            body["table"] = player
+        elif intent.kind in ("hide_stats", "show_stats"):
+            body["hidden"] = intent.kind == "hide_stats"
+        await gw.ensure_profile(player, mail, intent.language, key)
+        await gw.send(CommandEnvelope(message_id=f"{key_id(key)}:r", game_id=RECORDS_GAME, actor=player,
+                                      channel="email", command=body))
+        return f"sent {body['type']}"
 
     async def new_game(self, mail: IncomingMail, key: str, player: str, intent: Intent) -> str:
         from avalon.shared.game import Options

@@ -28,7 +28,8 @@ WORDS: dict[str, dict[str, tuple[str, ...]]] = {
 
 # Commands that take no argument: the rest of their line may only hold politeness words.
 BARE = frozenset({"join", "leave", "start", "cancel", "approve", "reject", "success", "fail", "sheathe",
-                  "status", "role", "rules", "help"})
+                  "status", "role", "rules", "help", "stats", "top", "history", "hide_stats", "show_stats",
+                  "forget_me"})
 ONE_TARGET = frozenset({"pick", "lady", "excalibur", "shoot", "accuse", "hand"})
 TEXT_KINDS = frozenset({"say", "last_word"})
 

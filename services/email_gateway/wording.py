@@ -21,6 +21,8 @@ from . import lexicon as lx
 KINDS = ("join", "leave", "start", "cancel", "approve", "reject", "success", "fail", "team", "pick",
          "lady", "excalibur", "sheathe", "shoot", "accuse", "hand", "say", "last_word", "status",
          "role", "rules", "help", "language", "timezone", "new_game", "invite")
+#: about the record of finished games, outside any game (answered by mail to the asker alone: no receipt)
+RECORD_KINDS = ("stats", "top", "history", "hide_stats", "show_stats", "forget_me")
 
 
 @dataclass(frozen=True)
@@ -330,7 +332,7 @@ def _chosen_marker(markers: list[re.Match], kind: str, unmarked: str, end: int) 
 
 def command_words(locale: str) -> dict[str, str]:
     """kind -> the main word of that command in ``locale`` (for help texts)."""
-    return {kind: lx.main_word(locale, kind) for kind in KINDS}
+    return {kind: lx.main_word(locale, kind) for kind in KINDS + RECORD_KINDS}
 
 
 def link_body(locale: str, kind: str, names: Sequence[str] = (), phase_id: int | None = None) -> str:

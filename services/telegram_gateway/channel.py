@@ -20,6 +20,7 @@ from avalon.shared.delivery.photos import Photos, decode, encode
 from avalon.shared.delivery.roster import Reader
 from avalon.shared.narration.render import glossary
 from avalon.shared.protocol import EventEnvelope
+from avalon.shared.protocol_records import RECORD_COMMANDS
 
 from . import ids, keyboards
 from .memory import GroupGame, Memory
@@ -168,6 +169,21 @@ class TelegramChannel:
         png = self.photos.of(game.table, envelope, self.memory.names, self.speech.locale(reader, game))
         out.extend([send(chat, text)] if png is None else photo(chat, png, text))
 
+    # -- the record of finished games (routers/records.py asked, under tg<chat>_records) -----------
+
+    def _on_records(self, game, envelope, e, out) -> bool:
+        """The answer said in the chat the question was asked in; stats their owner hid never in a group
+        (to the owner in private then, like an answer whose chat is not known: an engine's redelivery)."""
+        chat = self.memory.board_requests.pop(envelope.caused_by or "", None)
+        if chat is None or (chat < 0 and getattr(e, "hidden", False) and e.type == "stats_shown"):
+            return False
+        reader = None if chat < 0 else ids.player_id(chat)
+        out.append(send(chat, self.speech.render(envelope, reader, game)))
+        return True
+
+    _on_stats_shown = _on_leaderboard_shown = _on_history_shown = _on_records
+    _on_stats_hidden = _on_records_forgotten = _on_records
+
     def _on_game_cancelled(self, game, envelope, e, out) -> bool:
         self._over(game)
         return False
@@ -184,6 +200,8 @@ class TelegramChannel:
     def _on_command_rejected(self, game, envelope, e, out) -> bool:
         if e.command_type == "change_options":  # the host's presses build on the game's options again
             game.own.options_wanted = None
+        if e.command_type in RECORD_COMMANDS:  # "no record of them", "hidden": where it was asked
+            return self._on_records(game, envelope, e, out)
         return False
 
     # -- a round -------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ class TelegramGateway:
     # -- wiring -----------------------------------------------------------------------
 
     def dispatcher(self) -> Dispatcher:
-        from .routers import info, lobby, play, private, settings
+        from .routers import info, lobby, play, private, records, settings
         from .throttling import ThrottleMiddleware
 
         dp = Dispatcher()
@@ -84,7 +84,7 @@ class TelegramGateway:
         dp.message.middleware(throttling)
         dp.callback_query.middleware(throttling)
         dp.include_routers(private.build(), lobby.build(), settings.build(), play.build(), info.build(),
-                           play.build_unknown())
+                           records.build(), play.build_unknown())
         return dp
 
     def poller(self, dispatcher: Dispatcher, *, timeout: int = 30):

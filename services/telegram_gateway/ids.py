@@ -1,5 +1,7 @@
 """Ids between Telegram and the engine: players are ``tg:<user id>``; a group's game is
-``tg<chat id>_<n>`` (no colon: button data uses colons), so the group is read off the id."""
+``tg<chat id>_<n>`` (no colon: button data uses colons), so the group is read off the id. The group
+is the game's table, ``tg<chat id>``, and a question about the record of finished games asked in a
+chat goes under ``tg<chat id>_records``, so the answer comes back to this gateway (a game it serves)."""
 
 from __future__ import annotations
 
@@ -30,3 +32,13 @@ def chat_of(game: str) -> int | None:
         return int(game[2:].rsplit("_", 1)[0])
     except ValueError:
         return None
+
+
+def table(chat_id: int) -> str:
+    """The table a group's games are counted at in the record of finished games."""
+    return f"tg{chat_id}"
+
+
+def records_game(chat_id: int) -> str:
+    """The game id a question about the records asked in ``chat_id`` goes under (its answer comes back on it)."""
+    return f"tg{chat_id}_records"

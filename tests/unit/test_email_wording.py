@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from avalon.services.email_gateway import lexicon
-from avalon.services.email_gateway.wording import KINDS, Intent, Problem, command_words, link_body, parse
+from avalon.services.email_gateway.wording import KINDS, RECORD_KINDS, Intent, Problem, command_words, link_body, parse
 from avalon.shared.narration.render import FSI, LOCALES, PDI, book_sources, environment
 
 PLAYERS = {"m:ann": "Ann", "m:bob": "Bob Marley", "m:cleo": "Cléo", "m:duc": "Đức Hương", "m:anya": "Аня",
@@ -80,7 +80,7 @@ def test_an_empty_draft_and_a_new_game_without_preset_still_read_well(locale):
 MENTIONS = {"no_game": ("new_game",), "unknown_sender": ("new_game", "join"), "invitation": ("join",),
             "game_created": ("invite", "join", "start"), "lost_message": ("status",), "footer": ("leave",),
             "footer_playing": ("help", "status"), "footer_over": ("new_game",), "footer_plain": ("help",),
-            "unknown_command": ("help",), "help": KINDS}
+            "unknown_command": ("help",), "help": KINDS + RECORD_KINDS}
 
 
 @pytest.mark.parametrize("locale", LOCALES)

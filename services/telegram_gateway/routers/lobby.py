@@ -29,7 +29,8 @@ async def new_game(message: Message, command: CommandObject, gw) -> None:
     game = ids.game_id(message.chat.id, message.message_id)
     gw.memory.titles[message.chat.id] = message.chat.title or ""
     options = Options.preset_defaults(preset)
-    await gw.command(game, host, {"type": "create_game", "options": options})
+    await gw.command(game, host, {"type": "create_game", "options": options,
+                                      "table": ids.table(message.chat.id)})
 
 
 async def _join(gw, chat_id: int, user) -> str | None:
