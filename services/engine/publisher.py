@@ -143,10 +143,9 @@ class Publisher:
         try:
             await self.flush_published()
         except Exception as error:  # noqa: BLE001 - the ids are kept for the next flush
-            if database_down(error):
-                self.database.lost(error)
-            else:
-                log.warning("published events could not be marked yet; they are at the next flush", exc_info=True)
+            # the outage itself is the batcher's to tell (one line per outage): a commit meets it next
+            log.warning("published events could not be marked yet (%s); they are at the next flush",
+                        type(error).__name__, exc_info=not database_down(error))
             _ERROR_PUBLISH.inc()
 
     async def recover(self) -> None:

@@ -159,6 +159,6 @@ def test_every_command_says_in_its_help_what_it_reads_from_the_environment(tmp_p
         assert done.returncode == 0, done.stderr
         for name in reads(command):
             assert f"  {name.upper()} " in done.stdout, f"avalon {command} --help does not say {name.upper()}"
-    assert "GAME_ID" in avalon(tmp_path, "export", "--help").stdout
+    assert "GAME        the game's code as its end and the history show it" in avalon(tmp_path, "export", "--help").stdout
     assert "EMAIL_AMQP_PASSWORD" in avalon(tmp_path, "broker-users", "--help").stdout
     assert "reads no setting" in avalon(tmp_path, "demo", "--help").stdout
