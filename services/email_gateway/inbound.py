@@ -122,7 +122,7 @@ class Inbound:
             if game is None:
                 await gw.say(mail.sender, None, "not_your_token", mail=mail)
                 return "refused: not this sender's token", None
-        parsed = self.read(mail, game)
+        parsed = self.read(mail, game, player)
         if isinstance(parsed, Intent) and parsed.kind == "new_game":
             return await self.new_game(mail, key, player, parsed), None
         if isinstance(parsed, Intent) and parsed.kind in RECORDS:
@@ -151,15 +151,24 @@ class Inbound:
             return f"problem: {parsed.reason}", shown
         return await self.command(mail, key, player, game, parsed), None if parsed.kind in ASIDE else game_id
 
-    def read(self, mail: IncomingMail, game: Game | None) -> Intent | Problem:
-        """The command in the mail's own words, else in its subject (``new game`` is written there)."""
-        parsed = parse(mail.text, *self.names_and_seats(game))
+    def read(self, mail: IncomingMail, game: Game | None, player: str | None = None) -> Intent | Problem:
+        """The command in the mail's own words, else in its subject (``new game`` is written there). Outside
+        a game, names (``stats Anna``) are those of everyone at the tables ``player`` sits at."""
+        names = self.names_and_seats(game) if game is not None or player is None else self.tablemates(player)
+        parsed = parse(mail.text, *names)
         if isinstance(parsed, Problem) and mail.subject:
             subject = RE_PREFIX.sub("", mail.subject).strip()
-            from_subject = parse(subject, *self.names_and_seats(game)) if subject else parsed
+            from_subject = parse(subject, *names) if subject else parsed
             if isinstance(from_subject, Intent) and (parsed.reason == "unknown_command" or from_subject.kind == "new_game"):
                 return from_subject
         return parsed
+
+    def tablemates(self, player: str):
+        """Everyone at the tables ``player`` sits at or sat at (finished ones the gateway still keeps), by name."""
+        names = self.gw.roster.names()
+        people = dict.fromkeys(p for g in self.gw.games.values() if player in g.table.seats.players
+                               for p in g.table.seats.players)
+        return {p: names.get(p) or p.split(":", 1)[1] for p in people}, ()
 
     def names_and_seats(self, game: Game | None):
         if game is None:
@@ -288,7 +297,9 @@ class Inbound:
         asker alone, by mail."""
         gw = self.gw
         body: dict = {"type": RECORDS[intent.kind]}
-        if intent.kind == "top":
+        if intent.kind == "stats" and intent.targets:
+            body["player"] = intent.targets[0]
+        elif intent.kind == "top":
             body.update(host=player, min_games=1)
         elif intent.kind == "history":
             body["table"] = player

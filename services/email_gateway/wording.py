@@ -260,6 +260,9 @@ def parse(text: str, players: Mapping[str, str] = {}, seats: Sequence[str] = ())
     def intent(kind: str = kind, targets: tuple[str, ...] = (), text: str = "") -> Intent:
         return Intent(kind, locale, targets, text, phase)
 
+    if kind == "stats" and not all(w in fillers for w in lx.words(rest)):  # "stats Anna": hers
+        targets = _targets(rest, players, seats, locale, one=True)
+        return targets if isinstance(targets, Problem) else intent(targets=targets)
     if kind in lx.BARE:
         return intent() if all(w in fillers for w in lx.words(rest)) else Problem("unknown_command", None)
     if kind in lx.TEXT_KINDS:

@@ -90,6 +90,11 @@ async def test_stats_history_and_leaderboard_by_mail_after_a_finished_game(mail_
         stats = await answer_to(host, "Stats of", "the host's stats by mail")
         assert "Finished games: 1" in stats, stats
 
+        anna_name = names[f"mail:{anna.user.address}"]
+        await host.user.send(narrator.address, "anna's stats", f"stats {anna_name}\n")
+        hers = await answer_to(host, f"Stats of {anna_name}", "anna's stats asked for by name by mail")
+        assert "Finished games: 1" in hers, hers
+
         await host.user.send(narrator.address, "top", "leaderboard\n")
         top = await answer_to(host, "Leaderboard", "the leaderboard by mail")
         assert sum(f"{names[f'mail:{p.user.address}']} —" in top for p in players) == 5, top
@@ -100,7 +105,6 @@ async def test_stats_history_and_leaderboard_by_mail_after_a_finished_game(mail_
 
         await anna.user.send(narrator.address, "forget", "forget me\n")
         await answer_to(anna, "Your records are forgotten (finished games deleted: 1)", "anna forgotten")
-        anna_name = names[f"mail:{anna.user.address}"]
         await host.user.send(narrator.address, "history again", "history\n")
         history = await answer_to(host, "The last finished games", "the history after anna's forget me")
         assert f"{anna_name}:" not in history, history

@@ -167,6 +167,13 @@ TYPED = [
     ("fr", "fuseau horaire America/Montreal", "timezone", (), "America/Montreal"),
     ("fr", "J’accuse Cléo !", "accuse", ("m:cleo",), ""),
     ("fr", "nouvelle partie en ligne", "new_game", (), "online"),
+    ("en", "stats", "stats", (), ""),  # one's own
+    ("en", "stats Cleo", "stats", ("m:cleo",), ""),  # another player's, by name
+    ("fa", "آمار علی", "stats", ("m:ali",), ""),
+    ("ru", "статистика Ани", "stats", ("m:anya",), ""),
+    ("vi", "thống kê Duc", "stats", ("m:duc",), ""),
+    ("nl", "statistieken Bob", "stats", ("m:bob",), ""),
+    ("fr", "statistiques Cléo", "stats", ("m:cleo",), ""),
 ]
 
 
