@@ -165,17 +165,19 @@ class Inbound:
 
     def tablemates(self, player: str):
         """Everyone at the tables ``player`` sits at or sat at (finished ones the gateway still keeps), by name."""
-        names = self.gw.roster.names()
-        people = dict.fromkeys(p for g in self.gw.games.values() if player in g.table.seats.players
-                               for p in g.table.seats.players)
-        return {p: names.get(p) or p.split(":", 1)[1] for p in people}, ()
+        return self._named(dict.fromkeys(p for g in self.gw.games.values() if player in g.table.seats.players
+                                         for p in g.table.seats.players)), ()
 
     def names_and_seats(self, game: Game | None):
         if game is None:
             return {}, ()
-        names = self.gw.roster.names()
         players = game.table.seats.players
-        return ({p: names.get(p) or p.split(":", 1)[1] for p in players}, tuple(players))
+        return self._named(players), tuple(players)
+
+    def _named(self, players) -> dict[str, str]:
+        """Each player by the name they go by (their address's local part, their id's, when they gave none)."""
+        names = self.gw.roster.names()
+        return {p: names.get(p) or p.split(":", 1)[1] for p in players}
 
     # -- intents -----------------------------------------------------------------------------
 
