@@ -9,6 +9,8 @@ actor alone hears why. A command that changes nothing (a stale deadline) is igno
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -29,7 +31,7 @@ from .store import KEEP, LoadedGame
 #: What the engine answers a command for a game it does not have.
 UNKNOWN_GAME = ("unknown_game", {}, "There is no such game.")
 #: The events after which the actors of the open phase are offered their choices.
-OPENING_EVENTS = (core_events.PhaseOpened, core_events.ShotHanded)
+OPENING_EVENTS = (core_events.PhaseOpened, core_events.ShotHanded, core_events.GameResumed)
 
 
 class GameMoves:
@@ -50,7 +52,11 @@ class GameMoves:
         elif loaded is None:
             batch.reject(env, self.envelopes.rejection(env, *UNKNOWN_GAME))
             return
-        result = apply(loaded.state, to_core_command(env, seed or loaded.seed))
+        command = to_core_command(env, seed or loaded.seed)
+        if env.command.type == "pause_game":  # the open phase's time left, by the engine's clock
+            left = (loaded.deadline_at - self.clock()).total_seconds() if loaded.deadline_at else 0
+            command = dataclasses.replace(command, seconds_left=max(0, math.ceil(left)))
+        result = apply(loaded.state, command)
         if isinstance(result, Rejection):
             batch.reject(env, self.envelopes.rejection(env, result.reason, result.params, result.message))
             return
@@ -67,19 +73,30 @@ class GameMoves:
         envelopes = []
         sent = dict(loaded.sent)
         seq = loaded.version
+        audience_of = state.players + state.spectators if state.spectators else state.players
         for event in result.events:
             seq += 1
             deadline = None
             if isinstance(event, core_events.PhaseOpened):
                 deadline = now + timedelta(seconds=event.timeout_seconds) if event.timeout_seconds else None
                 deadline_at = deadline
-            readers = readers_of(event, state.players)
+            elif isinstance(event, core_events.GameResumed):
+                deadline = now + timedelta(seconds=event.seconds_left) if event.seconds_left else None
+                deadline_at = deadline
+            elif isinstance(event, core_events.GamePaused):
+                deadline_at = None  # the clock stops: nothing fires until the resume
+            readers = readers_of(event, audience_of)
             people = await self.people.of(readers) if isinstance(event, SEATING_EVENTS) else None
             envelopes.append(self.envelopes.in_stream(
                 env, loaded, sent, seq, event_body(event), audience_model(event.audience), readers, at=now,
                 people=people, deadline_at=deadline))
-        if any(isinstance(e, OPENING_EVENTS) for e in result.events):
-            for player in pending_players(state):  # each actor's buttons, privately
+        opening = any(isinstance(e, OPENING_EVENTS) for e in result.events)
+        newcomers = () if opening else tuple(e.player for e in result.events if isinstance(e, core_events.SeatTaken))
+        if opening or newcomers:
+            waiting = pending_players(state)
+            for player in (waiting if opening else [p for p in newcomers if p in waiting]):  # buttons, privately
+                if state.seated(player) is None:
+                    continue  # handed over: the missed-deadline rule plays the seat
                 seq += 1
                 audience = audience_model(Audience.to(player))
                 envelopes.append(self.envelopes.in_stream(

@@ -15,7 +15,8 @@ from avalon.shared.game import events as core_events
 
 #: The events that change who is at the table: they name every reader (``EventEnvelope.people``).
 SEATING_EVENTS = (core_events.LobbyOpened, core_events.PlayerJoined, core_events.PlayerLeft,
-                  core_events.GameStarted)
+                  core_events.GameStarted, core_events.SeatTaken, core_events.SpectatorJoined,
+                  core_events.SpectatorLeft, core_events.HostChanged)
 #: Bounded: a route per origin and set of readers.
 MAX_ROUTES = 100_000
 
@@ -29,17 +30,23 @@ def choices_for(state, player: str) -> ChoicesOffered:
 
 def readers_of(event: core_events.Event, players: tuple[str, ...]) -> tuple[str, ...]:
     """Who reads one of a game's events: a private event's audience; for a public one, ``players``
-    (the game's players once the command is applied: a command changes who is at the table at
-    most once, with its last event but lobby_opened), plus the one who left for player_left and
-    the host alone for lobby_opened. Records (audience nobody) have no reader."""
+    (the game's players and spectators once the command is applied: a command changes who is at the
+    table at most once, with its last event but lobby_opened), plus the one who left for player_left,
+    the one replaced for seat_taken, the one who stopped watching for spectator_left, and the host
+    alone for lobby_opened. Records (audience nobody) have no reader."""
     audience = event.audience
     if audience.kind is AudienceKind.PLAYERS:
         return audience.players
     if audience.kind is AudienceKind.NOBODY:
         return ()
-    if isinstance(event, core_events.PlayerLeft) and event.player not in players:
+    kind = type(event)
+    if kind is core_events.PlayerLeft and event.player not in players:
         return players + (event.player,)
-    if isinstance(event, core_events.LobbyOpened):
+    if kind is core_events.SeatTaken and event.previous not in players:
+        return players + (event.previous,)
+    if kind is core_events.SpectatorLeft and event.spectator not in players:
+        return players + (event.spectator,)
+    if kind is core_events.LobbyOpened:
         return (event.host,)
     return players
 

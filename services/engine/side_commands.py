@@ -56,13 +56,16 @@ class SideCommands:
         if loaded is None:
             batch.reject(env, self.envelopes.rejection(env, *UNKNOWN_GAME))
             return
-        v = view(loaded.state, None)
+        state = loaded.state
+        v = view(state, None)
         body = BoardShown(
             phase=v.phase, phase_id=v.phase_id, players=v.players, leader=v.leader, quest=v.quest,
             vote_track=v.vote_track, quest_sizes=v.quest_sizes, fails_needed=v.fails_needed,
             quest_results=tuple(QuestLine(quest=r.quest, fails=r.fails, failed=r.failed) for r in v.quest_results),
             team=v.team, excalibur_holder=v.excalibur_holder, lady_holder=v.lady_holder, waiting_for=v.waiting_for,
-            deadline_at=loaded.deadline_at)  # as decided, even if an earlier command of this batch moved it
+            deadline_at=loaded.deadline_at,  # as decided, even if an earlier command of this batch moved it
+            missed=state.missed, open_seats=tuple(state.players[i] for i in sorted(state.open_seats)),
+            paused=state.paused)
         channels = self.envelopes.router.to(env.actor, via=env.channel)
         batch.accept(env, [self.envelopes.reply(env, "board", body, audience_model(Audience.to(env.actor)),
                                                 channels)])
@@ -131,15 +134,16 @@ class SideCommands:
         if loaded is None:
             batch.reject(env, self.envelopes.rejection(env, *UNKNOWN_GAME))
             return
-        invitee = env.command.player
-        refusal = _invite_refusal(loaded.state, env.actor, invitee)
+        invitee, seat = env.command.player, env.command.seat
+        refusal = _invite_refusal(loaded.state, env.actor, invitee, seat)
         if refusal is not None:
             batch.reject(env, self.envelopes.rejection(env, *refusal))
             return
         readers = (env.actor, invitee)
         channels = self.envelopes.router.to(env.actor, invitee, via=env.channel)
         batch.accept(env, [self.envelopes.reply(
-            env, "invite", PlayerInvited(by=env.actor, player=invitee, table=env.command.table), audience_model(Audience.to(*readers)),
+            env, "invite", PlayerInvited(by=env.actor, player=invitee, table=env.command.table,
+                                                seat=seat), audience_model(Audience.to(*readers)),
             channels, readers=readers, people=await self.people.of(readers))])
 
 
@@ -159,14 +163,25 @@ def _seated_refusal(loaded: LoadedGame | None, actor: str) -> tuple[Reason | str
     return refusal.reason, refusal.params, refusal.message
 
 
-def _invite_refusal(state, host: str, invitee: str) -> tuple[Reason | str, dict, str] | None:
-    """Why ``host`` may not invite ``invitee`` now (reason, params, English sentence), if they may not."""
+def _invite_refusal(state, host: str, invitee: str, seat: str = "") -> tuple[Reason | str, dict, str] | None:
+    """Why ``host`` may not invite ``invitee`` now (reason, params, English sentence), if they may not:
+    to the lobby, or (``seat``) to take that player's open seat in a game under way."""
     if host != state.host:
         refusal = reject(Reason.NOT_HOST)
-    elif state.phase is not Phase.LOBBY:
+    elif state.over:
+        refusal = reject(Reason.GAME_OVER)
+    elif seat and not state.started:
+        refusal = reject(Reason.NOT_STARTED)
+    elif not seat and state.phase is not Phase.LOBBY:
         refusal = reject(Reason.WRONG_PHASE, phase=state.phase)
     elif not invitable(invitee):
         return "malformed", {"player": invitee}, "Only an email player (mail:<lower-cased address>) can be invited."
+    elif seat and state.seat_of.get(seat) not in state.open_seats:
+        refusal = reject(Reason.SEAT_NOT_OPEN, player=seat)
+    elif seat and invitee in state.seat_of:
+        refusal = reject(Reason.ALREADY_SEATED)
+    elif seat:
+        return None
     elif invitee in state.players:
         refusal = reject(Reason.ALREADY_JOINED, player=invitee)
     elif len(state.players) >= state.options.max_players:

@@ -34,7 +34,9 @@ from .rules import (
     legal_commands,
     new_game,
     pending_players,
+    table_commands,
 )
+from avalon.shared.game import commands as table
 from avalon.shared.game.errors import Rejection
 
 K = CommandKind
@@ -77,6 +79,8 @@ def random_command(state: GameState, rng: random.Random, timeout_rate: float = 0
         return PhaseTimedOut(phase_id=state.phase_id)
     player = waiting[rng.randrange(len(waiting))] if len(waiting) > 1 else waiting[0]
     choices = [c for c in legal_commands(state, player) if c.kind is not K.CANCEL_GAME]
+    if not choices:  # paused, or a seat handed over: only the deadline moves the game on
+        return PhaseTimedOut(phase_id=state.phase_id)
     legal = choices[rng.randrange(len(choices))] if len(choices) > 1 else choices[0]
     kind = legal.kind
     pid = state.phase_id
@@ -111,15 +115,49 @@ def random_command(state: GameState, rng: random.Random, timeout_rate: float = 0
     raise AssertionError(f"no random choice for {kind}")
 
 
+def random_table_command(state: GameState, rng: random.Random, newcomers: int):
+    """Something the people around the table do at a random moment: a pause (or, paused, the resume),
+    a seat opened or handed over, a substitute (``sub<n>``) taking an open seat, a spectator
+    (``spectator<n>``) coming or going, an absence, the host's duties passed on, a call to void."""
+    if state.paused:
+        return table.ResumeGame(actor=state.host)
+    people = (*state.players, *state.spectators, f"sub{newcomers}", f"spectator{newcomers}")
+    offers = [(p, legal) for p in people for legal in table_commands(state, p)]
+    if not offers:
+        return None
+    player, legal = rng.choice(offers)
+    target = rng.choice(legal.targets) if legal.targets else ""
+    return {
+        K.OPEN_SEAT: lambda: table.OpenSeat(actor=player, player=target),
+        K.TAKE_SEAT: lambda: table.TakeSeat(actor=player, player=target),
+        K.PAUSE_GAME: lambda: table.PauseGame(actor=player, seconds_left=rng.randrange(0, 700)),
+        K.RESUME_GAME: lambda: table.ResumeGame(actor=player),
+        K.VOID_GAME: lambda: table.VoidGame(actor=player),
+        K.ANNOUNCE_ABSENCE: lambda: table.AnnounceAbsence(actor=player),
+        K.PASS_HOST: lambda: table.PassHost(actor=player, to=target),
+        K.REMOVE_PLAYER: lambda: table.RemovePlayer(actor=player, player=target),
+        K.WATCH: lambda: table.Watch(actor=player),
+        K.UNWATCH: lambda: table.Unwatch(actor=player),
+    }[legal.kind]()
+
+
 def random_game(players: int, options: Options, seed: int, *, timeout_rate: float = 0.0,
-                keep: bool = False) -> GameRecord:
-    """One random legal game from lobby to the end."""
+                keep: bool = False, table_rate: float = 0.0) -> GameRecord:
+    """One random legal game from lobby to the end; with ``table_rate``, the people around the table
+    act now and then too (``random_table_command``; a call to void is heeded once in ten)."""
     rng = random.Random(seed ^ 0x5EED)
     record = setup(players, options, seed, keep=keep)
+    newcomers = 0
     for _ in range(MAX_STEPS):
         state = record.state
         if state.over:
             return record
+        if state.paused or table_rate and rng.random() < table_rate:
+            command = random_table_command(state, rng, newcomers)
+            if command is not None and (type(command) is not table.VoidGame or rng.random() < 0.1):
+                newcomers += type(command) in (table.TakeSeat, table.Watch)
+                play(record, command, keep)
+                continue
         command = random_command(state, rng, timeout_rate)
         if type(command) is ProposeTeam or (type(command) is PhaseTimedOut and state.phase.value == "proposal"):
             record.proposals += 1

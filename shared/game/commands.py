@@ -133,3 +133,77 @@ class PhaseTimedOut(Command):
     kind = CommandKind.PHASE_TIMED_OUT
     actor: str = SCHEDULER
     phase_id: int
+
+
+# -- the people around the table ------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenSeat(Command):
+    """Open ``player``'s seat for a substitute: the host, or the player themselves (handing it over:
+    until someone takes it, the missed-deadline rule plays it)."""
+
+    kind = CommandKind.OPEN_SEAT
+    player: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TakeSeat(Command):
+    """Someone not seated takes ``player``'s open seat, with everything the seat has learned."""
+
+    kind = CommandKind.TAKE_SEAT
+    player: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PauseGame(Command):
+    """The host stops the clock. ``seconds_left`` is the engine's to fill in (the open phase's time
+    left by its clock); a gateway does not send it."""
+
+    kind = CommandKind.PAUSE_GAME
+    seconds_left: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeGame(Command):
+    kind = CommandKind.RESUME_GAME
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VoidGame(Command):
+    """End the game without a winner: the host at once, or a majority of the seated players."""
+
+    kind = CommandKind.VOID_GAME
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnnounceAbsence(Command):
+    """A player will be away: their next missed deadlines are excused (not counted towards opening
+    their seat) while their budget lasts (``Options.excused_absences``), until they act again."""
+
+    kind = CommandKind.ANNOUNCE_ABSENCE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PassHost(Command):
+    kind = CommandKind.PASS_HOST
+    to: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemovePlayer(Command):
+    """The host removes a player from the lobby (before the deal)."""
+
+    kind = CommandKind.REMOVE_PLAYER
+    player: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Watch(Command):
+    """Follow the game as a spectator: every public event, never a private one; no seat, no move."""
+
+    kind = CommandKind.WATCH
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unwatch(Command):
+    kind = CommandKind.UNWATCH

@@ -51,6 +51,21 @@ class Reason(str, Enum):
     HOUSE_RULE_OFF = "house_rule_off"
     EMPTY_MESSAGE = "empty_message"
     MESSAGE_TOO_LONG = "message_too_long"
+    # the people around the table
+    NOT_STARTED = "not_started"
+    SEAT_NOT_OPEN = "seat_not_open"
+    SEAT_ALREADY_OPEN = "seat_already_open"
+    ALREADY_SEATED = "already_seated"
+    SEAT_TAKEN = "seat_taken"
+    SEAT_LEFT = "seat_left"
+    GAME_PAUSED = "game_paused"
+    NOT_PAUSED = "not_paused"
+    SPECTATOR = "spectator"
+    SPECTATORS_CLOSED = "spectators_closed"
+    SPECTATORS_FULL = "spectators_full"
+    ALREADY_WATCHING = "already_watching"
+    NOT_WATCHING = "not_watching"
+    NO_ABSENCES_LEFT = "no_absences_left"
 
 
 _MESSAGES = {
@@ -88,6 +103,20 @@ _MESSAGES = {
     Reason.HOUSE_RULE_OFF: "That house rule is not in play in this game.",
     Reason.EMPTY_MESSAGE: "The message is empty.",
     Reason.MESSAGE_TOO_LONG: "The message is too long (at most {max} characters).",
+    Reason.NOT_STARTED: "The game has not started yet.",
+    Reason.SEAT_NOT_OPEN: "{player}'s seat is not open for a substitute.",
+    Reason.SEAT_ALREADY_OPEN: "{player}'s seat is already open for a substitute.",
+    Reason.ALREADY_SEATED: "You already have a seat in this game.",
+    Reason.SEAT_TAKEN: "{player} took over your seat: you no longer play in this game.",
+    Reason.SEAT_LEFT: "You handed your seat over: you no longer play in this game.",
+    Reason.GAME_PAUSED: "The game is paused until the host resumes it.",
+    Reason.NOT_PAUSED: "The game is not paused.",
+    Reason.SPECTATOR: "You are watching this game: spectators cannot play.",
+    Reason.SPECTATORS_CLOSED: "This game is not open to spectators.",
+    Reason.SPECTATORS_FULL: "This game has as many spectators as it takes ({max}).",
+    Reason.ALREADY_WATCHING: "You are already watching this game.",
+    Reason.NOT_WATCHING: "You are not watching this game.",
+    Reason.NO_ABSENCES_LEFT: "You have no excused absence left in this game ({budget} per player).",
 }
 
 

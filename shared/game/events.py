@@ -9,48 +9,10 @@ engine's own record (the seed, the deal) and are never delivered.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 from .model import Card, Knowledge, MissedRule, Phase, Role, Team, WinCause
 from .options import Options
-
-
-class AudienceKind(str, Enum):
-    PUBLIC = "public"
-    PLAYERS = "players"
-    NOBODY = "nobody"
-
-
-@dataclass(frozen=True, slots=True)
-class Audience:
-    kind: AudienceKind
-    players: tuple[str, ...] = ()
-
-    @staticmethod
-    def to(*players: str) -> "Audience":
-        if len(players) == 1:
-            found = _ONE.get(players[0])
-            if found is None:
-                found = _ONE[players[0]] = Audience(AudienceKind.PLAYERS, players)
-                if len(_ONE) > 100_000:  # bounded: a long-running engine sees many players
-                    _ONE.clear()
-            return found
-        return Audience(AudienceKind.PLAYERS, tuple(players))
-
-    def includes(self, player: str | None) -> bool:
-        if self.kind is AudienceKind.PUBLIC:
-            return True
-        return player is not None and player in self.players
-
-
-_ONE: dict[str, Audience] = {}
-PUBLIC = Audience(AudienceKind.PUBLIC)
-NOBODY = Audience(AudienceKind.NOBODY)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Event:
-    audience: Audience = PUBLIC
+from .event_base import NOBODY, PUBLIC, Audience, AudienceKind, Event  # noqa: F401 - the protocol's names
 
 
 # -- engine records (never delivered) ----------------------------------------
@@ -108,6 +70,7 @@ class PlayerJoined(Event):
 class PlayerLeft(Event):
     player: str
     deals: tuple[Role, ...] = ()
+    by: str = ""  # the host who removed them from the lobby; "" when they left
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,6 +141,10 @@ class DeadlineMissed(Event):
     phase_id: int
     missing: tuple[str, ...]
     rule: MissedRule
+    #: those of ``missing`` away with an excused absence (not counted); older logs: none
+    excused: tuple[str, ...] = ()
+    #: each of ``missing`` not excused, with the deadlines they have now missed in a row
+    in_a_row: tuple[tuple[str, int], ...] = ()
 
 
 # -- a round ------------------------------------------------------------------
@@ -325,3 +292,10 @@ class GameEnded(Event):
     cause: WinCause
     roles: tuple[tuple[str, Role], ...]
     teams: tuple[tuple[str, Team], ...]
+
+
+# the people around the table: substitutes, pauses, voiding, spectators (their own module, same protocol)
+from .table_events import (  # noqa: E402,F401 - events of this module's protocol, defined beside it
+    AbsenceAnnounced, GamePaused, GameResumed, GameVoided, HostChanged, SeatBriefing, SeatOpened, SeatTaken,
+    SpectatorJoined, SpectatorLeft, VoidRequested,
+)

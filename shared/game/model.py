@@ -171,3 +171,38 @@ class CommandKind(str, Enum):
     SPEAK_LAST_WORD = "speak_last_word"
     ASSASSINATE = "assassinate"
     PHASE_TIMED_OUT = "phase_timed_out"
+    # the people around the table (any phase once created: each handler says when)
+    OPEN_SEAT = "open_seat"
+    TAKE_SEAT = "take_seat"
+    PAUSE_GAME = "pause_game"
+    RESUME_GAME = "resume_game"
+    VOID_GAME = "void_game"
+    ANNOUNCE_ABSENCE = "announce_absence"
+    PASS_HOST = "pass_host"
+    REMOVE_PLAYER = "remove_player"
+    WATCH = "watch"
+    UNWATCH = "unwatch"
+
+
+#: The kinds a game takes in any phase until it is over (the handler checks the rest): the table's own
+#: business, not a move of the game. A paused game still takes them.
+TABLE_KINDS = frozenset({
+    CommandKind.OPEN_SEAT, CommandKind.TAKE_SEAT, CommandKind.PAUSE_GAME, CommandKind.RESUME_GAME,
+    CommandKind.VOID_GAME, CommandKind.ANNOUNCE_ABSENCE, CommandKind.PASS_HOST, CommandKind.REMOVE_PLAYER,
+    CommandKind.WATCH, CommandKind.UNWATCH,
+})
+
+
+class SeatReason(str, Enum):
+    """Why a seat is open for a substitute."""
+
+    ABSENT = "absent"  # its player missed ``seat_opens_after`` deadlines in a row
+    HOST = "host"  # the host opened it
+    LEFT = "left"  # its player handed it over (until someone takes it, the missed-deadline rule plays it)
+
+
+class HostChange(str, Enum):
+    PASSED = "passed"  # the host handed the duties to another player
+    LEFT = "left"  # the host handed their seat over: the next seated player hosts
+    REPLACED = "replaced"  # a substitute took the host's seat: the next seated player hosts
+    ABSENT = "absent"  # the host's seat opened after missed deadlines: the next seated player hosts

@@ -83,3 +83,11 @@ def fails_needed(players: int, quest: int) -> int:
     if quest == TWO_FAIL_QUEST and players >= TWO_FAIL_MIN_PLAYERS:
         return 2
     return 1
+
+#: Bounds of the options about absent players.
+MAX_SEAT_OPENS_AFTER = 10
+MAX_EXCUSED_ABSENCES = 10
+#: At most this many spectators follow one game.
+MAX_SPECTATORS = 50
+#: A resumed phase has at least this long (a phase paused in its last seconds).
+MIN_RESUMED_SECONDS = 30

@@ -6,7 +6,7 @@ players. Every option can be set on its own; a preset only fixes defaults.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from . import numbers
@@ -68,6 +68,22 @@ class Options:
     missed_vote: MissedVote = MissedVote.REJECT
     close_early: bool = True  # close a phase as soon as everyone has acted
     timers: Timers = field(default_factory=Timers)
+    #: a seat opens for a substitute after this many missed deadlines in a row (0: never by itself)
+    seat_opens_after: int = 3
+    #: missed deadlines a player may have excused by announcing an absence, per game (0: no absences)
+    excused_absences: int = 0
+    #: anyone may follow the game as a spectator (``watch``)
+    spectators: bool = False
+    #: a voided game shows every role
+    void_reveals_roles: bool = False
+
+    def __setstate__(self, state) -> None:
+        """Options pickled by a version with fewer of them get the newer ones' defaults."""
+        names = fields(self)
+        for f, value in zip(names, state):
+            object.__setattr__(self, f.name, value)
+        for f in names[len(state):]:
+            object.__setattr__(self, f.name, f.default_factory() if f.default is MISSING else f.default)
 
     @classmethod
     def preset_defaults(cls, preset: Preset | str, **overrides: Any) -> "Options":
@@ -101,6 +117,9 @@ PRESETS: dict[Preset, Options] = {
         lancelot_deck=LancelotDeck.FORUM,
         missed_vote=MissedVote.NOT_COUNTED,
         timers=FORUM_TIMERS,
+        seat_opens_after=2,
+        excused_absences=3,
+        spectators=True,
     ),
 }
 
@@ -116,6 +135,11 @@ def check_options(options: Options) -> Rejection | None:
         if not isinstance(seconds, int) or not numbers.MIN_TIMER <= seconds <= numbers.MAX_TIMER:
             return reject(Reason.INVALID_OPTION, option=f"timers.{f.name}",
                           problem=f"between {numbers.MIN_TIMER} seconds and 14 days")
+    for name, most_of in (("seat_opens_after", numbers.MAX_SEAT_OPENS_AFTER),
+                          ("excused_absences", numbers.MAX_EXCUSED_ABSENCES)):
+        value = getattr(options, name)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most_of:
+            return reject(Reason.INVALID_OPTION, option=name, problem=f"between 0 and {most_of}")
     if options.roles is not None:
         if len(set(options.roles)) != len(options.roles):
             return reject(Reason.INVALID_OPTION, option="roles", problem="a role is listed twice")

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from avalon.services.engine.rules import CreateGame, Join, Options, apply, legal_commands, new_game
 from avalon.shared.game import commands as cmd
 from avalon.services.engine.rules.endgame import MAX_TEXT
-from avalon.services.engine.rules.legal import ACCEPTS
-from avalon.shared.game.model import Card, CommandKind, Lancelot, Phase, Role
-from avalon.services.engine.simulate import random_command, setup
+from avalon.services.engine.rules.legal import ACCEPTS, table_commands
+from avalon.shared.game.model import TABLE_KINDS, Card, CommandKind, Lancelot, Phase, Role
+from avalon.services.engine.simulate import random_command, random_table_command, setup
 
 K = CommandKind
 PRESETS = ("classic", "online", "forum")
@@ -45,17 +45,19 @@ def games(draw, stop: Phase | None):
         draw(st.sampled_from(PRESETS)), lancelot=draw(st.sampled_from(Lancelot)),
         lady=stop is Phase.LADY or draw(st.booleans()), excalibur=stop is Phase.EXCALIBUR or draw(st.booleans()),
         last_word=stop is Phase.LAST_WORD or draw(st.booleans()), assassin_may_delegate=draw(st.booleans()),
-        good_may_fail=draw(st.booleans()), close_early=draw(st.booleans()), anonymous_votes=draw(st.booleans()))
+        good_may_fail=draw(st.booleans()), close_early=draw(st.booleans()), anonymous_votes=draw(st.booleans()),
+        spectators=draw(st.booleans()), excused_absences=draw(st.integers(0, 2)))
     return build(draw(st.integers(5, 10)), options, draw(st.integers(0, 2**32)), stop, skip=draw(st.integers(0, 3)),
                  linger=draw(st.integers(0, 6)), lucky=stop in SHOT or draw(st.booleans()),
-                 timeouts=draw(st.sampled_from((0, .1))))
+                 timeouts=draw(st.sampled_from((0, .1))), table=draw(st.sampled_from((0, 0, .15))))
 
 
 def build(players: int, options: Options, seed: int, stop: Phase | None, *, skip: int = 0, linger: int = 0,
-          lucky: bool = False, timeouts: float = 0):
+          lucky: bool = False, timeouts: float = 0, table: float = 0):
     """A random game played until ``stop`` opens for the ``skip`` + 1st time (or the last time, or the
     end), then up to ``linger`` moves more inside that phase (some have voted, the shot was handed...);
-    ``lucky``: the votes pass and the cards succeed, so the shot comes."""
+    ``lucky``: the votes pass and the cards succeed, so the shot comes; ``table``: how often the people
+    around the table act in between (seats opened and taken, a pause, spectators: never a void)."""
     if stop is None:
         return new_game()
     if stop is Phase.LOBBY:
@@ -76,6 +78,10 @@ def build(players: int, options: Options, seed: int, stop: Phase | None, *, skip
             if skip < 0:
                 break
         state = apply(state, move(state, rng, timeouts, lucky)).state
+        if table and rng.random() < table or state.paused:
+            churn = random_table_command(state, rng, rng.randrange(3))
+            if churn is not None and type(churn) is not cmd.VoidGame:
+                state = apply(state, churn).state
     else:
         raise AssertionError("a random game did not end")
     for _ in range(linger):
@@ -83,6 +89,9 @@ def build(players: int, options: Options, seed: int, stop: Phase | None, *, skip
         if after.phase_id != state.phase_id:
             break
         state = after
+    if table and rng.random() < .3:  # and now and then the host has just paused the game
+        paused = apply(state, cmd.PauseGame(actor=state.host, seconds_left=100))
+        state = getattr(paused, "state", state)
     return state
 
 
@@ -117,8 +126,8 @@ def option_sets():
 
 
 def candidates(state) -> list[str]:
-    """Who might press something: everyone seated, and in the lobby a newcomer."""
-    return [*state.players, *(("newcomer",) if state.phase is Phase.LOBBY else ())]
+    """Who might press something: everyone seated, those replaced, spectators, and a newcomer."""
+    return [*state.players, *state.former, *state.spectators, "newcomer"]
 
 
 @st.composite
@@ -127,8 +136,10 @@ def commands(draw, state):
     button belongs to, the scheduler's name) or with odd contents (a wrong team, an odd target or
     text, impossible settings); otherwise a command of this phase, or anything at all, from anyone."""
     mode = draw(st.sampled_from(("near", "near", "near", "phase", "any")))
-    offered = [(p, legal) for p in candidates(state) for legal in legal_commands(state, p)
-               if legal.kind is not K.CANCEL_GAME]
+    offered = [(p, legal) for p in candidates(state)
+               for legal in (*legal_commands(state, p), *table_commands(state, p))
+               if legal.kind is not K.CANCEL_GAME and (p != "newcomer" or state.phase is Phase.LOBBY
+                                                         or legal.kind in TABLE_KINDS)]
     pool, size = state.players, 3
     if mode == "near" and offered:
         actor, legal = draw(st.sampled_from(offered))
@@ -166,8 +177,16 @@ def commands(draw, state):
         K.ACCUSE: lambda: cmd.Accuse(target=draw(who), actor=actor),
         K.SPEAK_LAST_WORD: lambda: cmd.SpeakLastWord(text=draw(texts()), actor=actor),
         K.ASSASSINATE: lambda: cmd.Assassinate(target=draw(who), actor=actor),
+        K.OPEN_SEAT: lambda: cmd.OpenSeat(player=draw(who), actor=actor),
+        K.TAKE_SEAT: lambda: cmd.TakeSeat(player=draw(who), actor=actor),
+        K.PASS_HOST: lambda: cmd.PassHost(to=draw(who), actor=actor),
+        K.REMOVE_PLAYER: lambda: cmd.RemovePlayer(player=draw(who), actor=actor),
+        K.PAUSE_GAME: lambda: cmd.PauseGame(seconds_left=draw(st.sampled_from((-5, 0, 1, 29, 30, 600, 10**9))),
+                                            actor=actor),
     }
-    simple = {K.JOIN: cmd.Join, K.LEAVE: cmd.Leave, K.START_GAME: cmd.StartGame, K.CANCEL_GAME: cmd.CancelGame}
+    simple = {K.JOIN: cmd.Join, K.LEAVE: cmd.Leave, K.START_GAME: cmd.StartGame, K.CANCEL_GAME: cmd.CancelGame,
+              K.RESUME_GAME: cmd.ResumeGame, K.VOID_GAME: cmd.VoidGame, K.ANNOUNCE_ABSENCE: cmd.AnnounceAbsence,
+              K.WATCH: cmd.Watch, K.UNWATCH: cmd.Unwatch}
     if kind is K.PHASE_TIMED_OUT:
         command = cmd.PhaseTimedOut(actor=actor, phase_id=phase_id if phase_id is not None else state.phase_id)
         return command
@@ -178,7 +197,8 @@ def commands(draw, state):
 # -- the oracle: legal_commands ------------------------------------------------------------------
 
 def legal_of(state, command):
-    return next((c for c in legal_commands(state, command.actor) if c.kind is command.kind), None)
+    offers = table_commands if command.kind in TABLE_KINDS else legal_commands
+    return next((c for c in offers(state, command.actor) if c.kind is command.kind), None)
 
 
 def is_legal(state, command) -> bool:
@@ -189,8 +209,8 @@ def is_legal(state, command) -> bool:
         return False
     if type(command) is cmd.CreateGame:
         return state.phase is None
-    if command.phase_id is not None and command.phase_id != state.phase_id:
-        return False  # a button of another phase
+    if command.phase_id is not None and command.phase_id != state.phase_id and command.kind not in TABLE_KINDS:
+        return False  # a button of another phase (the table's commands belong to no phase)
     legal = legal_of(state, command)
     if legal is None:
         return False
@@ -207,11 +227,13 @@ def is_legal(state, command) -> bool:
         return command.target is None or command.target in legal.targets
     if type(command) in (cmd.UseLady, cmd.Accuse, cmd.Assassinate):
         return command.target in legal.targets
-    if type(command) is cmd.HandShot:
+    if type(command) in (cmd.HandShot, cmd.PassHost):
         return command.to in legal.targets
+    if type(command) in (cmd.OpenSeat, cmd.TakeSeat, cmd.RemovePlayer):
+        return command.player in legal.targets
     if type(command) in (cmd.Confer, cmd.SpeakLastWord):
         return visible(command.text) and len(command.text.strip()) <= MAX_TEXT
-    return True  # join, leave, settings, start, cancel, a vote: offered means allowed
+    return True  # join, leave, settings, start, cancel, a vote, pause, void...: offered means allowed
 
 
 def visible(text: str) -> bool:

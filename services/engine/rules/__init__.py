@@ -12,7 +12,7 @@ from avalon.shared.game.errors import Reason, Rejection
 from avalon.shared.game.events import PUBLIC, NOBODY, Audience, AudienceKind, Event
 from .evolve import evolve
 from .knowledge import knows, night_knowledge
-from .legal import Legal, legal_commands, pending_players
+from .legal import Legal, legal_commands, pending_players, table_commands
 from avalon.shared.game.model import *  # noqa: F401,F403
 from avalon.shared.game.options import PRESETS, Options, Timers, cast_for, check_options
 from .state import GameState

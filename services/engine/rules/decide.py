@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from avalon.shared.game import commands as cmd
-from . import endgame, lobby, rounds, timeouts
+from . import endgame, lobby, rounds, table, timeouts
 from avalon.shared.game.errors import Reason, Rejection, reject
 from avalon.shared.game.events import Event
 from .evolve import evolve
 from .flow import Tx
-from avalon.shared.game.model import Phase
+from avalon.shared.game.model import TABLE_KINDS, CommandKind, Phase
 from .phases import PHASES
 from .state import GameState
 
@@ -40,6 +40,16 @@ _HANDLERS: dict[type, Handler] = {
     cmd.SpeakLastWord: endgame.speak_last_word,
     cmd.Assassinate: endgame.assassinate,
     cmd.PhaseTimedOut: timeouts.timed_out,
+    cmd.OpenSeat: table.open_seat,
+    cmd.TakeSeat: table.take_seat,
+    cmd.PauseGame: table.pause,
+    cmd.ResumeGame: table.resume,
+    cmd.VoidGame: table.void,
+    cmd.AnnounceAbsence: table.announce_absence,
+    cmd.PassHost: table.pass_host,
+    cmd.RemovePlayer: table.remove_player,
+    cmd.Watch: table.watch,
+    cmd.Unwatch: table.unwatch,
 }
 
 
@@ -69,10 +79,17 @@ def apply(state: GameState, command: cmd.Command) -> Accepted | Rejection:
     elif type(command) is not cmd.PhaseTimedOut:
         if phase in _OVER:
             return reject(Reason.GAME_OVER)
-        if command.phase_id is not None and command.phase_id != state.phase_id:
-            return reject(Reason.STALE_PHASE)  # a button from a phase that is over
-        if command.kind not in PHASES[phase].accepts:
-            return reject(Reason.WRONG_PHASE, phase=phase)
+        if command.kind not in _NOT_SEATED:
+            problem = _not_a_move(state, command)
+            if problem is not None:
+                return problem
+        if command.kind not in TABLE_KINDS:
+            if command.phase_id is not None and command.phase_id != state.phase_id:
+                return reject(Reason.STALE_PHASE)  # a button from a phase that is over
+            if command.kind not in PHASES[phase].accepts:
+                return reject(Reason.WRONG_PHASE, phase=phase)
+            if state.paused:
+                return reject(Reason.GAME_PAUSED)
     if (type(command) is cmd.PhaseTimedOut) != (command.actor == cmd.SCHEDULER):
         return reject(Reason.NOT_YOUR_TURN)  # only the scheduler says a deadline passed, and only that
     tx = Tx(state, PHASES)
@@ -80,6 +97,28 @@ def apply(state: GameState, command: cmd.Command) -> Accepted | Rejection:
     if problem is not None:
         return problem
     return Accepted(tx.s, tuple(tx.events))
+
+
+#: What someone without a seat may ask of a dealt game: watch it, stop watching, take an open seat.
+_NOT_SEATED = frozenset({CommandKind.WATCH, CommandKind.UNWATCH, CommandKind.TAKE_SEAT})
+
+
+def _not_a_move(state: GameState, command: cmd.Command) -> Rejection | None:
+    """Why someone who holds no seat of a dealt game cannot act in it, in their own terms: their seat
+    was taken over, they handed it over, or they are watching."""
+    if not state.started:
+        return None
+    actor = command.actor
+    seat = state.seat_of.get(actor)
+    if seat is None:
+        if actor in state.former:
+            return reject(Reason.SEAT_TAKEN, player=state.former[actor])
+        if actor in state.spectators:
+            return reject(Reason.SPECTATOR)
+        return None
+    if seat in state.vacant:
+        return reject(Reason.SEAT_LEFT)
+    return None
 
 
 def decide(state: GameState, command: cmd.Command) -> list[Event] | Rejection:

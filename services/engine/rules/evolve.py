@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from avalon.shared.game import events as ev
-from avalon.shared.game.model import Lancelot, Phase
+from avalon.shared.game.model import Lancelot, Phase, SeatReason
 from .state import GameState, QuestResult, VoteRecord
 from avalon.shared.game.numbers import LADY_QUESTS, QUESTS_TO_WIN
 
@@ -34,6 +34,8 @@ def _created(s: GameState, e: ev.GameCreated) -> None:
 
 def _joined(s: GameState, e: ev.PlayerJoined) -> None:
     s.players = s.players + (e.player,)
+    if e.player in s.spectators:
+        s.spectators = tuple(p for p in s.spectators if p != e.player)
 
 
 def _left(s: GameState, e: ev.PlayerLeft) -> None:
@@ -55,6 +57,7 @@ def _dealt(s: GameState, e: ev.Dealt) -> None:
     s.shooter = s.seat_of[e.shooter]
     s.lancelot_deck = e.lancelot_deck
     s.quest = 1
+    s.missed = (0,) * len(e.seats)
     s.leader = s.seat_of[e.first_leader]
     if s.options.lady:
         s.lady_holder = (s.leader - 1) % len(e.seats)
@@ -78,7 +81,21 @@ def _phase(s: GameState, e: ev.PhaseOpened) -> None:
         s.team, s.excalibur, s.votes, s.cards = (), -1, {}, {}
 
 
+def _acted(s: GameState, player: str) -> None:
+    """A player acted: they are back (no missed deadline in a row, no longer away)."""
+    seat = s.seat_of.get(player)
+    if seat is None:
+        return
+    if s.missed and s.missed[seat]:
+        missed = list(s.missed)
+        missed[seat] = 0
+        s.missed = tuple(missed)
+    if seat in s.away:
+        s.away = s.away - {seat}
+
+
 def _proposed(s: GameState, e: ev.TeamProposed) -> None:
+    _acted(s, e.leader)
     seat_of = s.seat_of
     s.team = tuple(seat_of[p] for p in e.team)
     s.excalibur = seat_of[e.excalibur] if e.excalibur is not None else -1
@@ -89,6 +106,7 @@ def _proposal_missed(s: GameState, e: ev.ProposalMissed) -> None:
 
 
 def _vote(s: GameState, e: ev.VoteCast) -> None:
+    _acted(s, e.player)
     votes = dict(s.votes)
     votes[s.seat_of[e.player]] = e.approve
     s.votes = votes
@@ -102,6 +120,7 @@ def _revealed(s: GameState, e: ev.VotesRevealed) -> None:
 
 
 def _card(s: GameState, e: ev.CardPlayed) -> None:
+    _acted(s, e.player)
     cards = dict(s.cards)
     cards[s.seat_of[e.player]] = e.card
     s.cards = cards
@@ -115,6 +134,7 @@ def _missed_cards(s: GameState, e: ev.MissedCardsCounted) -> None:
 
 
 def _excalibur(s: GameState, e: ev.ExcaliburUsed) -> None:
+    _acted(s, e.holder)
     cards = dict(s.cards)
     target = s.seat_of[e.target]
     cards[target] = cards[target].flipped
@@ -135,6 +155,7 @@ def _quest(s: GameState, e: ev.QuestResolved) -> None:
 
 
 def _lady(s: GameState, e: ev.LadyUsed) -> None:
+    _acted(s, e.holder)
     target = s.seat_of[e.target]
     s.lady_holder = target
     s.lady_past = s.lady_past | {target}
@@ -157,6 +178,105 @@ def _handed(s: GameState, e: ev.ShotHanded) -> None:
 
 def _accused(s: GameState, e: ev.MerlinAccused) -> None:
     s.accused = s.seat_of[e.target]
+
+
+def _conferred(s: GameState, e: ev.ConferenceMessage) -> None:
+    _acted(s, e.sender)
+    s.conference_log = s.conference_log + ((e.sender, e.text),)
+
+
+def _last_word(s: GameState, e: ev.LastWordSpoken) -> None:
+    _acted(s, e.player)
+
+
+def _deadline_missed(s: GameState, e: ev.DeadlineMissed) -> None:
+    seat_of = s.seat_of
+    if e.excused:
+        used = dict(s.excused_used)
+        away = set(s.away)
+        for player in e.excused:
+            seat = seat_of[player]
+            used[seat] = used.get(seat, 0) + 1
+            if used[seat] >= s.options.excused_absences:
+                away.discard(seat)  # the budget is spent: the next missed deadline counts
+        s.excused_used, s.away = used, frozenset(away)
+    if e.in_a_row:
+        missed = list(s.missed or (0,) * len(s.players))
+        for player, count in e.in_a_row:
+            missed[seat_of[player]] = count
+        s.missed = tuple(missed)
+
+
+def _seat_opened(s: GameState, e: ev.SeatOpened) -> None:
+    s.open_seats = s.open_seats | {e.seat}
+    if e.reason is SeatReason.LEFT:
+        s.vacant = s.vacant | {e.seat}
+
+
+def _seat_taken(s: GameState, e: ev.SeatTaken) -> None:
+    seat, new, old = e.seat, e.player, e.previous
+    players = list(s.players)
+    players[seat] = new
+    s.players = tuple(players)
+    seat_of = dict(s.seat_of)
+    del seat_of[old]
+    seat_of[new] = seat
+    s.seat_of = seat_of
+    former = {was: (new if now == old else now) for was, now in s.former.items() if was != new}
+    former[old] = new
+    s.former = former
+    s.open_seats = s.open_seats - {seat}
+    s.vacant = s.vacant - {seat}
+    s.away = s.away - {seat}
+    s.void_votes = s.void_votes - {seat}
+    if s.missed:
+        missed = list(s.missed)
+        missed[seat] = 0
+        s.missed = tuple(missed)
+    used = dict(s.excused_used)
+    used.pop(seat, None)
+    s.excused_used = used
+    if new in s.spectators:
+        s.spectators = tuple(p for p in s.spectators if p != new)
+    # what the seat learned privately is the new holder's now (the public logs keep who did what)
+    s.lady_results = tuple((new if h == old else h, t, team) for h, t, team in s.lady_results)
+    s.excalibur_log = tuple((new if h == old else h, t, card) for h, t, card in s.excalibur_log)
+
+
+def _paused(s: GameState, e: ev.GamePaused) -> None:
+    s.paused = True
+    s.paused_left = e.seconds_left
+
+
+def _resumed(s: GameState, e: ev.GameResumed) -> None:
+    s.paused = False
+    s.paused_left = 0
+    s.phase_id = e.phase_id
+
+
+def _void_requested(s: GameState, e: ev.VoidRequested) -> None:
+    s.void_votes = s.void_votes | {s.seat_of[e.player]}
+
+
+def _voided(s: GameState, e: ev.GameVoided) -> None:
+    s.phase = Phase.CANCELLED
+    s.paused = False
+
+
+def _absence(s: GameState, e: ev.AbsenceAnnounced) -> None:
+    s.away = s.away | {s.seat_of[e.player]}
+
+
+def _host_changed(s: GameState, e: ev.HostChanged) -> None:
+    s.host = e.host
+
+
+def _spectator_joined(s: GameState, e: ev.SpectatorJoined) -> None:
+    s.spectators = s.spectators + (e.spectator,)
+
+
+def _spectator_left(s: GameState, e: ev.SpectatorLeft) -> None:
+    s.spectators = tuple(p for p in s.spectators if p != e.spectator)
 
 
 def _ended(s: GameState, e: ev.GameEnded) -> None:
@@ -188,4 +308,17 @@ _APPLIERS: dict[type, Callable[[GameState, ev.Event], None]] = {
     ev.ShotHanded: _handed,
     ev.MerlinAccused: _accused,
     ev.GameEnded: _ended,
+    ev.ConferenceMessage: _conferred,
+    ev.LastWordSpoken: _last_word,
+    ev.DeadlineMissed: _deadline_missed,
+    ev.SeatOpened: _seat_opened,
+    ev.SeatTaken: _seat_taken,
+    ev.GamePaused: _paused,
+    ev.GameResumed: _resumed,
+    ev.VoidRequested: _void_requested,
+    ev.GameVoided: _voided,
+    ev.AbsenceAnnounced: _absence,
+    ev.HostChanged: _host_changed,
+    ev.SpectatorJoined: _spectator_joined,
+    ev.SpectatorLeft: _spectator_left,
 }

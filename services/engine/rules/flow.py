@@ -98,8 +98,8 @@ def after_quest(tx: Tx) -> None:
 def conference_audience(s: GameState) -> ev.Audience:
     if s.options.conference is Conference.PUBLIC:
         return ev.PUBLIC
-    players = s.players
-    return ev.Audience.to(*(players[i] for i in s.evil_seats()))
+    players, vacant = s.players, s.vacant  # a seat handed over hears nothing more; its next holder will
+    return ev.Audience.to(*(players[i] for i in s.evil_seats() if i not in vacant))
 
 
 def open_assassination(tx: Tx) -> None:

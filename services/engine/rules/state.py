@@ -7,7 +7,7 @@ frozensets or dicts that are replaced, never mutated in place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 
 from avalon.shared.game.model import Card, Hammer, Lancelot, MissedRule, Phase, Role, Team, WinCause
 from avalon.shared.game.numbers import PROPOSALS_PER_QUEST
@@ -73,6 +73,26 @@ class GameState:
     excalibur_log: tuple[tuple[str, str, Card], ...] = ()  # private to each holder
     winner: Team | None = None
     cause: WinCause | None = None
+    # -- the people around the table (added after the first release: kept last, see __setstate__) --
+    missed: tuple[int, ...] = ()  # by seat: deadlines missed in a row (excused ones not counted)
+    open_seats: frozenset[int] = frozenset()  # seats open for a substitute
+    vacant: frozenset[int] = frozenset()  # seats whose player handed them over: the missed-deadline rule plays
+    former: dict[str, str] = field(default_factory=dict)  # a replaced player -> who holds that seat now
+    spectators: tuple[str, ...] = ()
+    paused: bool = False
+    paused_left: int = 0  # the open phase's seconds left when it was paused
+    away: frozenset[int] = frozenset()  # seats away with an excused absence
+    excused_used: dict[int, int] = field(default_factory=dict)  # seat -> excused deadlines its player used
+    void_votes: frozenset[int] = frozenset()
+    conference_log: tuple[tuple[str, str], ...] = ()  # (sender, text): the conference so far
+
+    def __setstate__(self, state) -> None:
+        """A state pickled by a version with fewer fields gets the newer fields' defaults."""
+        for f in _FIELDS:
+            setattr(self, f.name, f.default_factory() if f.default is MISSING else f.default)
+        slots = state[1] if isinstance(state, tuple) else state
+        for name, value in (slots or {}).items():
+            setattr(self, name, value)
 
     def clone(self) -> "GameState":  # replaced below by generated straight-line code
         raise NotImplementedError
@@ -116,13 +136,23 @@ class GameState:
         """Online hammer: the fifth proposal of a quest goes straight to the quest."""
         return self.options.hammer is Hammer.ONLINE and self.vote_track >= PROPOSALS_PER_QUEST - 1
 
+    def missed_at(self, seat: int) -> int:
+        """Deadlines seat ``seat`` has missed in a row (a game dealt before they were counted: 0)."""
+        return self.missed[seat] if self.missed else 0
+
+    def seated(self, player: str | None) -> int | None:
+        """``player``'s seat, if they hold one and have not handed it over."""
+        seat = self.seat_of.get(player) if player is not None else None
+        return None if seat is None or seat in self.vacant else seat
+
     def lady_targets(self) -> tuple[int, ...]:
         """The seats the Lady may examine: anyone who has not held her."""
         past = self.lady_past
         return tuple(i for i in range(len(self.players)) if i not in past)
 
 
-_SLOTS = tuple(f.name for f in fields(GameState))
+_FIELDS = fields(GameState)
+_SLOTS = tuple(f.name for f in _FIELDS)
 
 
 def _make_clone():
