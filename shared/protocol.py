@@ -35,6 +35,7 @@ from avalon.shared.game.errors import Reason
 from avalon.shared.game.events import AudienceKind
 from avalon.shared.game.model import Card, CommandKind, Phase
 from avalon.shared.languages import LOCALES
+from avalon.shared.protocol_board import BoardShown, QuestLine  # noqa: F401 - the protocol's names
 from avalon.shared.protocol_records import RECORD_COMMANDS, RECORD_EVENTS
 
 PROTOCOL_VERSION = 1
@@ -82,10 +83,15 @@ _CORE_COMMANDS = [
     core_commands.PlayCard, core_commands.UseExcalibur, core_commands.UseLady, core_commands.Confer,
     core_commands.HandShot, core_commands.Accuse, core_commands.SpeakLastWord, core_commands.Assassinate,
     core_commands.PhaseTimedOut,
+    core_commands.OpenSeat, core_commands.TakeSeat, core_commands.PauseGame, core_commands.ResumeGame,
+    core_commands.VoidGame, core_commands.AnnounceAbsence, core_commands.PassHost, core_commands.RemovePlayer,
+    core_commands.Watch, core_commands.Unwatch,
 ]
-# actor and phase_id travel in the envelope; the engine draws a game's seed itself
+# actor and phase_id travel in the envelope; the engine draws a game's seed itself, and the time left of
+# a paused phase (pause_game's seconds_left) is the engine's clock's to say
 COMMAND_MODELS: dict[str, type[BaseModel]] = {
-    snake(c.__name__): _body_model(c, {"actor", "phase_id", "seed", "game_id"}) for c in _CORE_COMMANDS
+    snake(c.__name__): _body_model(c, {"actor", "phase_id", "seed", "game_id", "seconds_left"})
+    for c in _CORE_COMMANDS
 }
 
 
@@ -154,11 +160,14 @@ def plausible_address(address: str) -> bool:
 
 class Invite(Body):
     """The host seats someone of another channel: the engine answers ``player_invited`` (their gateway
-    invites them; they join with ``join``). ``player`` is ``mail:`` and a lower-cased address."""
+    invites them; they join with ``join``, or take the open seat named by ``seat`` with ``take_seat``).
+    ``player`` is ``mail:`` and a lower-cased address."""
 
     type: Literal["invite"] = "invite"
     player: str = Field(max_length=254 + 5)
     table: str = Field("", max_length=128)  # the table's name where it has one (a Telegram group's title)
+    #: in a game under way: the player whose open seat is offered (they take it with ``take_seat``)
+    seat: str = Field("", max_length=254 + 5)
 
 
 SERVICE_COMMANDS: dict[str, type[BaseModel]] = {"remind_phase": RemindPhase, "update_profile": UpdateProfile,
@@ -225,32 +234,6 @@ class ChoicesOffered(Body):
     choices: tuple[Choice, ...]
 
 
-class QuestLine(Body):
-    quest: int
-    fails: int
-    failed: bool
-
-
-class BoardShown(Body):
-    """The public board, for the one who asked: quest track, vote track, leader, team, deadline."""
-
-    type: Literal["board_shown"] = "board_shown"
-    phase: Phase | None
-    phase_id: int
-    players: tuple[str, ...]
-    leader: str | None
-    quest: int
-    vote_track: int
-    quest_sizes: tuple[int, ...]
-    fails_needed: tuple[int, ...]
-    quest_results: tuple[QuestLine, ...]
-    team: tuple[str, ...]
-    excalibur_holder: str | None
-    lady_holder: str | None
-    waiting_for: tuple[str, ...]
-    deadline_at: datetime | None = None
-
-
 class PhaseReminder(Body):
     type: Literal["phase_reminder"] = "phase_reminder"
     phase: Phase
@@ -267,12 +250,15 @@ class ProfileUpdated(Body):
 
 
 class PlayerInvited(Body):
-    """To the host and the invitee: ``by`` invited ``player`` to the lobby (not yet seated)."""
+    """To the host and the invitee: ``by`` invited ``player`` to the lobby (not yet seated), or to take
+    ``seat``'s open seat in a game under way."""
 
     type: Literal["player_invited"] = "player_invited"
     by: str
     player: str
     table: str = ""  # the table's name as the host's channel knows it (a Telegram group's title), or ""
+    #: "" for the lobby; in a game under way, the player whose open seat ``player`` is offered
+    seat: str = ""
 
 
 SERVICE_EVENTS: dict[str, type[BaseModel]] = {

@@ -79,6 +79,9 @@ class Table:
     #: what the board's and the end's pictures show, folded from the game's PUBLIC events only (a
     #: class-level default, so a table pickled before it existed reads back with an empty picture)
     picture: GamePicture = GamePicture()
+    #: who follows the game without a seat, and whether its clock is stopped (class-level defaults too)
+    spectators: tuple[str, ...] = ()
+    paused: bool = False
 
     def offer(self, player: str) -> ChoicesOffered | None:
         """What ``player`` may do in the open phase (None: nothing, or an offer of a phase that is over)."""
@@ -91,7 +94,7 @@ class Table:
     def concerns(self, player: str) -> bool:
         """Whether ``player`` has a part in this game: the host, a player or someone invited."""
         s = self.seats
-        return player == s.host or player in s.players or player in s.invited
+        return player == s.host or player in s.players or player in s.invited or player in self.spectators
 
 
 def fold(table: Table, envelope: EventEnvelope) -> None:
@@ -175,6 +178,46 @@ def _choices_offered(t: Table, e) -> None:
     t.turn.offers[e.player] = e
 
 
+def _seat_taken(t: Table, e) -> None:
+    """A substitute sits where ``previous`` sat: everything the table said of the seat is theirs now."""
+    s, turn = t.seats, t.turn
+    if e.previous in s.players:
+        s.players = [e.player if p == e.previous else p for p in s.players]
+    elif e.player not in s.players:  # a gateway that never saw this table: the newcomer at least sits
+        s.players.append(e.player)
+    if e.player in s.invited:
+        s.invited.remove(e.player)
+    turn.council = [e.player if p == e.previous else p for p in turn.council]
+    turn.voted = [e.player if p == e.previous else p for p in turn.voted]
+    if turn.leader == e.previous:
+        turn.leader = e.player
+    turn.offers.pop(e.previous, None)
+    t.spectators = tuple(p for p in t.spectators if p != e.player)
+
+
+def _host_changed(t: Table, e) -> None:
+    t.seats.host = e.host
+
+
+def _spectator_joined(t: Table, e) -> None:
+    if e.spectator not in t.spectators:
+        t.spectators = t.spectators + (e.spectator,)
+
+
+def _spectator_left(t: Table, e) -> None:
+    t.spectators = tuple(p for p in t.spectators if p != e.spectator)
+
+
+def _paused(t: Table, e) -> None:
+    t.paused = True
+
+
+def _resumed(t: Table, e) -> None:
+    """The phase goes on under a new id: the offers made before the pause are stale, new ones follow."""
+    t.paused = False
+    t.turn.phase_id = e.phase_id
+
+
 def _over(t: Table, e) -> None:
     t.over = True
     t.turn.offers = {}
@@ -198,4 +241,11 @@ _FOLDS: dict[str, Callable[[Table, Any], None]] = {
     "choices_offered": _choices_offered,
     "game_ended": _over,
     "game_cancelled": _over,
+    "game_voided": _over,
+    "seat_taken": _seat_taken,
+    "host_changed": _host_changed,
+    "spectator_joined": _spectator_joined,
+    "spectator_left": _spectator_left,
+    "game_paused": _paused,
+    "game_resumed": _resumed,
 }

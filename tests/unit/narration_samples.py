@@ -19,7 +19,38 @@ from avalon.shared.protocol import (
     audience_model,
     event_body,
 )
-from avalon.services.engine.rules import Card, CommandKind, Lancelot, Options, Phase, Reason, Role, Team, WinCause
+from avalon.services.engine.rules import (
+    AnnounceAbsence,
+    CastVote,
+    Card,
+    CommandKind,
+    CreateGame,
+    HostChange,
+    Join,
+    Lancelot,
+    OpenSeat,
+    Options,
+    PassHost,
+    PauseGame,
+    Phase,
+    PhaseTimedOut,
+    ProposeTeam,
+    Reason,
+    Rejection,
+    RemovePlayer,
+    ResumeGame,
+    Role,
+    StartGame,
+    TakeSeat,
+    Team,
+    Unwatch,
+    VoidGame,
+    Watch,
+    WinCause,
+    apply,
+    new_game,
+)
+from avalon.shared.game.numbers import quest_size
 from avalon.shared.protocol_records import (
     HistoryShown,
     Leader,
@@ -47,14 +78,15 @@ GAMES = [
 SAMPLE_PARAMS = {
     "phase": Phase.VOTE, "max": 10, "min": 5, "count": 4, "option": "max_players", "problem": "between 5 and 10",
     "role": "loyal_servant", "seats": 2, "wanted": 3, "quest": 2, "size": 3, "picked": 2, "player": "tg:9",
-    "card": "fail", "allowed": "success",
+    "card": "fail", "allowed": "success", "budget": 3,
 }
 
 
 def envelope(event_body_model, audience, seq: int, deadline: bool = False) -> EventEnvelope:
     return EventEnvelope(message_id=f"g1:{seq}", game_id="g1", seq=seq, occurred_at=NOW,
                          audience=audience, event=event_body_model,
-                         deadline_at=NOW + timedelta(seconds=getattr(event_body_model, "timeout_seconds", 0))
+                         deadline_at=NOW + timedelta(seconds=getattr(event_body_model, "timeout_seconds", 0)
+                                                     or getattr(event_body_model, "seconds_left", 0))
                          if deadline else None)
 
 
@@ -66,6 +98,73 @@ def game_envelopes(players: int, options: Options, timeout_rate: float, seed: in
         if body.type in INTERNAL_EVENTS:
             continue
         out.append(envelope(body, audience_model(event.audience), i, deadline=body.type == "phase_opened"))
+    return out
+
+
+def table_envelopes() -> list[EventEnvelope]:
+    """A real game of the people around the table: a player removed from the lobby, a spectator who
+    comes and goes, an absence, a pause, a seat that misses deadlines until it opens and is taken, a
+    seat the host opens after it voted (its substitute is told the vote), one handed over by the host
+    after the host's duties were passed on, a call to void and the host voiding it (roles revealed);
+    then what that game did not show: a majority's void, a host replaced, an evil seat's briefing in
+    the conference."""
+    options = Options.preset_defaults("classic", spectators=True, seat_opens_after=2, excused_absences=2,
+                                      void_reveals_roles=True)
+    ids = [f"p{i}" for i in range(1, 8)]
+    state, events = new_game(), []
+
+    def do(command) -> None:
+        nonlocal state
+        result = apply(state, command)
+        assert not isinstance(result, Rejection), f"{command}: {result.message}"
+        state = result.state
+        events.extend(result.events)
+
+    def propose_and_vote(voters) -> None:
+        leader = state.players[state.leader]
+        do(ProposeTeam(actor=leader, team=tuple(ids[:quest_size(7, state.quest)]), phase_id=state.phase_id))
+        for player in voters:
+            do(CastVote(actor=player, approve=False, phase_id=state.phase_id))
+
+    do(CreateGame(actor="p1", game_id="g1", seed=5, options=options))
+    for player in ids[1:] + ["p12"]:
+        do(Join(actor=player))
+    do(RemovePlayer(actor="p1", player="p12"))
+    do(StartGame(actor="p1"))
+    do(Watch(actor="p9"))
+    do(AnnounceAbsence(actor="p4"))
+    do(PauseGame(actor="p1", seconds_left=250))
+    do(ResumeGame(actor="p1"))
+    for _ in range(2):  # p3 misses two votes in a row (its seat opens), p4 is away (excused)
+        propose_and_vote([p for p in ids if p not in ("p3", "p4")])
+        do(PhaseTimedOut(phase_id=state.phase_id))
+    do(TakeSeat(actor="p8", player="p3"))
+    propose_and_vote(["p6"])
+    do(OpenSeat(actor="p1", player="p6"))
+    do(TakeSeat(actor="p10", player="p6"))
+    do(VoidGame(actor="p7"))
+    do(PassHost(actor="p1", to="p2"))
+    do(OpenSeat(actor="p2", player="p2"))
+    do(Unwatch(actor="p9"))
+    do(VoidGame(actor=state.host))
+    out = []
+    for i, event in enumerate(events, 2000):
+        body = event_body(event)
+        if body.type in INTERNAL_EVENTS:
+            continue
+        out.append(envelope(body, audience_model(event.audience), i,
+                            deadline=body.type in ("phase_opened", "game_resumed")))
+    private = audience_model(ev.Audience.to("p5"))
+    out += [envelope(event_body(ev.GameVoided(by="")), audience_model(ev.PUBLIC), 2900),
+            envelope(event_body(ev.HostChanged(host="p4", previous="p1", reason=HostChange.REPLACED)),
+                     audience_model(ev.PUBLIC), 2901),
+            envelope(event_body(ev.HostChanged(host="p4", previous="p1", reason=HostChange.ABSENT)),
+                     audience_model(ev.PUBLIC), 2903),
+            envelope(event_body(ev.SeatBriefing(
+                audience=ev.Audience.to("p5"), player="p5", seat=4, previous="p11", team=Team.EVIL,
+                lancelots_switched=True, lady_results=(("p2", Team.GOOD),), excalibur_peeks=(("p3", Card.FAIL),),
+                conference=("p5", "p6", "p7"), shooter="p6", conference_log=(("p6", "p2 is Merlin"),),
+                card=Card.FAIL)), private, 2902)]
     return out
 
 
@@ -84,13 +183,17 @@ def service_envelopes() -> list[EventEnvelope]:
                        quest=2, vote_track=1, quest_sizes=(2, 3, 3, 4, 4), fails_needed=(1, 1, 1, 2, 1),
                        quest_results=(QuestLine(quest=1, fails=1, failed=True),), team=("p2", "p3", "p4"),
                        excalibur_holder="p3", lady_holder="p6", waiting_for=("p5",), deadline_at=NOW)
-    out = [envelope(board, private, 898),
+    table = board.model_copy(update=dict(missed=(0, 0, 2, 0, 1, 0, 0), open_seats=("p6",), paused=True,
+                                         deadline_at=None))
+    out = [envelope(board, private, 898), envelope(table, private, 897),
            envelope(ChoicesOffered(player="p1", phase=Phase.PROPOSAL, phase_id=4, choices=tuple(choices)),
                     private, 899),
            envelope(PhaseReminder(phase=Phase.VOTE, phase_id=3, seconds_left=90, waiting_for=("p2", "p3")),
                     public, 900),
            envelope(ProfileUpdated(player="p1", display_name="Ann", language="en"), private, 901),
            envelope(PlayerInvited(by="p1", player="mail:bob@example.org"),
+                    audience_model(ev.Audience.to("p1", "mail:bob@example.org")), 0),
+           envelope(PlayerInvited(by="p1", player="mail:bob@example.org", seat="p3"),
                     audience_model(ev.Audience.to("p1", "mail:bob@example.org")), 0),
            envelope(event_body(ev.PlayerLeft(player="p4")), public, 902),
            envelope(event_body(ev.OptionsChanged(options=GAMES[1][1])), public, 903),
@@ -128,7 +231,7 @@ def record_envelopes(private) -> list[EventEnvelope]:
 def all_samples() -> dict[str, list[EventEnvelope]]:
     """Every published event kind -> sample envelopes (several seeds until all kinds appear)."""
     found: dict[str, list[EventEnvelope]] = {}
-    for envelope_ in service_envelopes():
+    for envelope_ in service_envelopes() + table_envelopes():
         found.setdefault(envelope_.event.type, []).append(envelope_)
     for seed in range(40):
         for players, options, rate in GAMES:
