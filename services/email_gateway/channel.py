@@ -5,7 +5,11 @@ fragments of one game sent as one mail over SMTP).
 
 By mail, "X has voted" and "X played a card" are no mail of their own; a reminder goes only to
 those who still have to act; a command sent by mail is confirmed by a receipt with the first event
-it causes (unless that event already tells the player privately)."""
+it causes (unless that event already tells the player privately).
+
+A host's standby list (``standby``: host id -> addresses) is told of the host's new game
+(``lobby_opened``: reply "join") and of a seat opened in one of the host's games (``seat_opened``:
+reply "take"; the seat is then offered to that address, ``MailNotes.offers``)."""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from .notes import MailNotes, Pending, title_of
 from .pages import footer_key, game_body, merged, subject_of
 from .smtp import PermanentFailure, server_down
 from .tokens import Tokens
+from .wording import link_body
 from .words import email_words
 
 #: Shown in the group on Telegram; by mail they would be a mail each for nothing (a profile change
@@ -59,6 +64,7 @@ class EmailChannel:
         self.on_failing = on_failing  # (address, error): mail to it is given up on
         self.sent = 0  # mails handed to SMTP (the benchmark reads it)
         self.photos = photos or Photos()  # the board's and the end's pictures, drawn once per language
+        self.standby: dict[str, tuple[str, ...]] = {}  # each host's standby list (the gateway's store keeps it)
 
     # -- the delivery core's questions ---------------------------------------------------------
 
@@ -79,6 +85,51 @@ class EmailChannel:
                 out.append(self.receipt(game, receipt))
         for reader in self._readers(envelope, readers):
             out.append(self.fragment(game, envelope, reader))
+        self._seats(notes, e)
+        if e.type in ("lobby_opened", "seat_opened"):
+            out += self.tell_standby(game, envelope, {r.player for r in readers})
+        return out
+
+    @staticmethod
+    def _seats(notes: MailNotes, e) -> None:
+        """The seats open for a substitute, as the table's events say."""
+        if e.type == "seat_opened" and e.player not in notes.open_seats:
+            notes.open_seats = (*notes.open_seats, e.player)
+        elif e.type == "seat_taken":
+            notes.open_seats = tuple(p for p in notes.open_seats if p != e.previous)
+            notes.offers = tuple((to, holder) for to, holder in notes.offers if holder != e.previous)
+        elif e.type == "player_invited" and e.seat and e.player.startswith(PREFIX):
+            # a host of another channel offers an open seat to this address (the engine checked it is open)
+            if e.seat not in notes.open_seats:
+                notes.open_seats = (*notes.open_seats, e.seat)
+            notes.offer(e.player[len(PREFIX):], e.seat)
+
+    def tell_standby(self, game: Game, envelope: EventEnvelope, readers: set[str]) -> list[Outgoing]:
+        """The host's standby list told of a new game (reply "join") or of an open seat (reply "take"):
+        each address not at the table already, in its language, in the game's thread (its reply token)."""
+        e = envelope.event
+        table = game.table
+        host = e.host if e.type == "lobby_opened" else table.seats.host
+        out = []
+        for address in self.standby.get(host, ()):
+            player = PREFIX + address
+            if player == host or player in readers or player in table.seats.players or player in table.spectators:
+                continue
+            locale = pick_locale(self.roster.reader(player, self.languages).languages)
+            names = self.roster.names()
+            params = {"host": names.get(host) or address_of(host), "code": title_of(game)}
+            if e.type == "lobby_opened":
+                line = email_words(locale, "standby_lobby", **params)
+                block = self.links.join_block(game, locale, player)
+            else:
+                game.own.offer(address, e.player)
+                line = email_words(locale, "standby_seat", name=names.get(e.player) or e.player.split(":", 1)[-1],
+                                   **params)
+                block = self.links.typed_block(locale, link_body(locale, "take"))
+            subject = subject_of(title_of(game), locale)
+            html = f"<p>{links.esc(line)}</p>"
+            out.append(Outgoing(address, game_body(game, table.turn.phase_id, locale, subject, html, line,
+                                                   name=names.get(player), block=block)))
         return out
 
     def _readers(self, envelope: EventEnvelope, readers: list[Reader]) -> list[Reader]:
@@ -141,6 +192,8 @@ class EmailChannel:
                 still = email_words(locale, "choices_still_open")
                 return f"<p>{still}</p>{block_html}", f"{still}\n{block_text}"
         elif e.type == "player_invited" and reader.player == e.player:
+            if e.seat:  # an open seat: taken by replying "take"
+                return self.links.typed_block(locale, link_body(locale, "take"))
             return self.links.join_block(game, locale, reader.player)
         return "", ""
 

@@ -67,6 +67,7 @@ class EmailGateway:
         outbox kept from before a restart. Each game's events are handled one at a time, in order;
         different games' side by side (``by_game``), their commits grouped by the outbox's staging."""
         await self.book.load()
+        self.channel.standby = await self.store.standby()
         for game in self.book.values():  # names: the newest game's last
             self.roster.people.update(game.table.seats.people)
         await self.bus.subscribe_events(self.channel.name, f"{self.channel.name}.#", self.pipeline.on_event,
@@ -110,6 +111,19 @@ class EmailGateway:
 
     async def problem(self, game: Game | None, player: str, problem, mail) -> None:
         await self.replies.problem(game, player, problem, mail)
+
+    async def offer_seat(self, game: Game, address: str, holder: str) -> None:
+        await self.replies.offer_seat(game, address, holder)
+
+    async def set_standby(self, host: str, add: list[str], remove: list[str]) -> tuple[str, ...]:
+        """``host``'s standby list with ``add`` on it and ``remove`` off it: kept in the store, and by the
+        channel that tells it of the host's new games and open seats."""
+        if add:
+            await self.store.add_standby(host, add)
+        if remove:
+            await self.store.remove_standby(host, remove)
+        self.channel.standby = await self.store.standby()
+        return self.channel.standby.get(host, ())
 
     async def tell_draft(self, game: Game, player: str) -> None:
         await self.replies.tell_draft(game, player)

@@ -21,12 +21,11 @@ from avalon.shared.delivery.channel import Game
 from avalon.shared.delivery.table import Seats, Table
 
 from .notes import MailNotes, Pending, open_games_of
+from .inbound_table import ADDRESS, PREFIX, TableMail, key_id
 from .reading import IncomingMail, read_mail
 from .wording import Intent, Problem, parse
 
 log = logging.getLogger(__name__)
-PREFIX = "mail:"
-ADDRESS = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
 RE_PREFIX = re.compile(r"^(\s*(re|aw|sv|fw|fwd|tr|antw|réf|ответ|пер|رد|trả lời)\s*(\[\d+\])?\s*:\s*)+", re.I)
 CODE_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 
@@ -39,9 +38,12 @@ RECORDS = {"stats": "show_stats", "top": "show_leaderboard", "history": "show_hi
 RECORDS_GAME = "records"
 #: what a mail may ask of a game that answers without the player's open choices (all else shows or uses them)
 ASIDE = frozenset({"status", "role", "help", "rules"})
+#: the people around the table: intent kind -> the engine command (those naming a player are handled below)
+TABLE = {"pause": "pause_game", "resume": "resume_game", "void": "void_game", "away": "announce_absence",
+         "watch": "watch", "unwatch": "unwatch"}
 
 
-class Inbound:
+class Inbound(TableMail):
     def __init__(self, gw, throttle: Throttle | None = None) -> None:
         self.gw = gw
         #: each sender address's flood bucket (``shared.throttle``); none given: off
@@ -112,7 +114,7 @@ class Inbound:
         """What the mail asks, done or refused; and the game whose open choices the answer already
         gives the player or the mail uses (a move, a refusal listing what is still open), if any."""
         gw = self.gw
-        game = None
+        game = None  # known from a token made for this sender: the only way to "take" a seat
         if mail.tokens:
             for token in mail.tokens:
                 found = gw.tokens.check(token, mail.sender)
@@ -122,11 +124,21 @@ class Inbound:
             if game is None:
                 await gw.say(mail.sender, None, "not_your_token", mail=mail)
                 return "refused: not this sender's token", None
+        by_token = game is not None
         parsed = self.read(mail, game, player)
         if isinstance(parsed, Intent) and parsed.kind == "new_game":
             return await self.new_game(mail, key, player, parsed), None
         if isinstance(parsed, Intent) and parsed.kind in RECORDS:
             return await self.records(mail, key, player, parsed), None
+        if isinstance(parsed, Intent) and parsed.kind in ("standby", "standby_remove"):
+            return await self.standby(mail, player, parsed), None
+        if isinstance(parsed, Intent) and parsed.kind == "watch" and (parsed.text or game is None):
+            return await self.watch(mail, key, player, parsed), None
+        if isinstance(parsed, Intent) and parsed.kind == "take" and not by_token:
+            # a seat is taken only by a reply to the mail that offered it (its token is the address's)
+            if await gw.store.may_answer_stranger(mail.sender):
+                await gw.say(mail.sender, None, "no_seat_offered", mail=mail, language=parsed.language)
+            return "refused: take without a token", None
         if game is None:
             candidates = open_games_of(gw.games.values(), player)
             if len(candidates) == 1:
@@ -195,12 +207,32 @@ class Inbound:
         kind = intent.kind
         if kind in ("help", "rules", "language", "timezone"):
             return await self.personal(mail, key, player, game, intent)
+        if kind == "invite" and intent.targets:
+            return await self.offer_seat(mail, key, player, game, intent)
         if kind == "invite":
             return await self.invite(mail, key, player, game.table.game_id, intent.text.split())
         phase_id = self.phase_of(mail, game, intent)
         names = ", ".join(gw.roster.names().get(t, t) for t in intent.targets)
         body: dict | None = None
-        if kind in SIMPLE:
+        what = f"what_{kind}"
+        table = game.table
+        if kind == "leave" and table.turn.phase != Phase.LOBBY and not table.over:
+            # during a game, leaving hands the seat over: a substitute may take it (the lobby's leave stays)
+            body, what, phase_id = {"type": "open_seat", "player": player}, "what_hand_over", None
+        elif kind in TABLE:
+            body, phase_id = {"type": TABLE[kind]}, None
+        elif kind in ("open_seat", "remove"):
+            body, phase_id = {"type": "open_seat" if kind == "open_seat" else "remove_player",
+                              "player": intent.targets[0]}, None
+        elif kind == "pass_host":
+            body, phase_id = {"type": "pass_host", "to": intent.targets[0]}, None
+        elif kind == "take":
+            holder = self.offered(game, mail.sender, intent)
+            if holder is None:
+                await gw.say(mail.sender, game, "no_seat_offered", mail=mail, language=intent.language)
+                return "refused: no seat offered"
+            body, phase_id = {"type": "take_seat", "player": holder}, None
+        elif kind in SIMPLE:
             body = {"type": SIMPLE[kind]}
             phase_id = None if kind in ("join", "leave", "start", "cancel", "status", "role") else phase_id
         elif kind in ("approve", "reject"):
@@ -258,7 +290,7 @@ class Inbound:
         await gw.ensure_profile(player, mail, intent.language, key)
         command_id = f"{key_id(key)}:0"
         if kind not in ("status", "role"):  # answered to the player alone: no receipt
-            game.own.pending[command_id] = Pending(player, f"what_{kind}", names=names, text=intent.text[:80])
+            game.own.pending[command_id] = Pending(player, what, names=names, text=intent.text[:80])
         await gw.save_game(game)
         await gw.send(CommandEnvelope(message_id=command_id, game_id=game.table.game_id, actor=player, channel="email",
                                       phase_id=phase_id, command=body))
@@ -366,8 +398,3 @@ class Inbound:
                 continue
             if await gw.store.mark_failing(address, mail.text[:500]):
                 await gw.address_failing(PREFIX + address)
-
-
-def key_id(key: str) -> str:
-    """A short command id from a mail's Message-ID: the same mail always gives the same commands."""
-    return "mail-" + hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[:24]

@@ -29,13 +29,16 @@ WORDS: dict[str, dict[str, tuple[str, ...]]] = {
 # Commands that take no argument: the rest of their line may only hold politeness words.
 BARE = frozenset({"join", "leave", "start", "cancel", "approve", "reject", "success", "fail", "sheathe",
                   "status", "role", "rules", "help", "stats", "top", "history", "hide_stats", "show_stats",
-                  "forget_me"})
-ONE_TARGET = frozenset({"pick", "lady", "excalibur", "shoot", "accuse", "hand"})
+                  "forget_me", "pause", "resume", "void", "away", "unwatch"})
+ONE_TARGET = frozenset({"pick", "lady", "excalibur", "shoot", "accuse", "hand", "open_seat", "pass_host", "remove"})
 TEXT_KINDS = frozenset({"say", "last_word"})
 
 FILLERS = frozenset(word for locale in LOCALES for word in _typed(locale)["fillers"])
 AND_WORDS = frozenset(word for locale in LOCALES for word in _typed(locale)["and_words"])  # fa "را": object marker
 NONE_WORDS = frozenset(word for locale in LOCALES for word in _typed(locale)["none_words"])
+#: "invite ADDRESS seat NAME": the words before the holder of the seat offered, in every language
+SEAT_WORDS = tuple(sorted({word for locale in LOCALES for word in _typed(locale)["seat_words"]},
+                          key=lambda phrase: -len(phrase.split())))
 
 PRESETS: dict[str, tuple[str, ...]] = {  # a preset's names in every language
     preset: tuple(name for locale in LOCALES for name in _typed(locale)["presets"][preset])

@@ -138,6 +138,10 @@ class Links:
                     link_body(locale, "join"))]
         return self._block(locale, entries, link_body(locale, "join"))
 
+    def typed_block(self, locale: str, example: str) -> tuple[str, str]:
+        """How to answer by typing alone (no link): ``example`` is the word to reply."""
+        return self._block(locale, [], example)
+
     def draft_block(self, game: Game, locale: str, player: str) -> tuple[tuple[str, str], tuple[str, str]]:
         """The leader's team so far (by mail the team is picked one link at a time), with, once the team is
         full and Excalibur is in play, that its holder is still to be chosen; and the choices left. Each

@@ -24,6 +24,19 @@ class MailNotes:
     title: str = ""
     drafted: list[str] = field(default_factory=list)  # the mails whose pick is in the draft (read once)
     pending: dict[str, Pending] = field(default_factory=dict)  # command message_id -> its receipt
+    #: the seats open for a substitute (their holders' ids), and the seats offered by mail: (address, the
+    #: holder of the seat offered to it), the newest last. Tuples with class-level defaults, so a game
+    #: pickled before they existed reads back without them.
+    open_seats: tuple[str, ...] = ()
+    offers: tuple[tuple[str, str], ...] = ()
+
+    def offered(self, address: str) -> str | None:
+        """The holder of the seat last offered to ``address`` by mail and still open, if any."""
+        return next((holder for to, holder in reversed(self.offers) if to == address and holder in self.open_seats),
+                    None)
+
+    def offer(self, address: str, holder: str) -> None:
+        self.offers = (*[(to, h) for to, h in self.offers if to != address], (address, holder))[-200:]
 
 
 def title_of(game: Game) -> str:

@@ -1,5 +1,6 @@
 """The email gateway's own mails, which no event asks for: help, the rules, why a mail could not be
-read, the leader's team draft, and the host told that mail to a player is failing (or works again).
+read, the leader's team draft, the host told that mail to a player is failing (or works again), a seat
+offered to an address by the host, and the host's standby list.
 Each goes through the outbox like any other mail (in the game's thread when it is about a game)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from avalon.shared.narration.render import LOCALES, RTL, Context, Narrator, Reci
 from . import links
 from .notes import title_of
 from .pages import game_body, subject_of
+from .wording import link_body
 from .words import REFUSALS, WARNING, email_words, problem_text
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,8 @@ class Replies:
             html, text = rendered.html, rendered.text
         else:
             text = (WARNING if key in REFUSALS else "") + email_words(locale, key, **(params or {}))
+            if key == "help":  # the people around the table: pauses, seats, spectators, the standby list
+                text = f"{text.rstrip()}\n\n{email_words(locale, 'help_table')}"
             html = "<p>" + links.esc(text).replace("\n", "<br>") + "</p>"
         if game is not None and game.table.concerns(player):
             offer = game.table.offer(player)
@@ -75,6 +79,20 @@ class Replies:
         locale = self.locale_of(player, problem.language)
         text = problem_text(self.roster, locale, problem)
         await self.say(player[len(PREFIX):], game, "_text", mail=mail, language=locale, params={"text": text})
+
+    async def offer_seat(self, game: Game, address: str, holder: str) -> None:
+        """The host offers ``holder``'s seat to ``address``: a mail in the game's thread (its reply token is
+        the address's), answered with "take"."""
+        player = PREFIX + address
+        locale = self.locale_of(player)
+        names = self.roster.names()
+        host = game.table.seats.host
+        line = email_words(locale, "seat_offer", host=names.get(host) or host.split(":", 1)[-1],
+                           name=names.get(holder) or holder.split(":", 1)[-1], code=title_of(game))
+        body = game_body(game, game.table.turn.phase_id, locale, subject_of(title_of(game), locale),
+                         f"<p>{links.esc(line)}</p>", line, name=names.get(player),
+                         block=self.links.typed_block(locale, link_body(locale, "take")))
+        await self.outbox.post(game.table.game_id, Outgoing(address, body), "offer")
 
     async def tell_draft(self, game: Game, player: str) -> None:
         locale = self.locale_of(player)

@@ -1,5 +1,5 @@
-"""The email gateway's own tables (migration 0005): where it is in the mailbox, the mail it has
-read, and what it knows of each address."""
+"""The email gateway's own tables (migrations 0005, 0009): where it is in the mailbox, the mail it has
+read, what it knows of each address, and the hosts' standby lists."""
 
 from __future__ import annotations
 
@@ -41,3 +41,13 @@ class ContactRow(SQLModel, table=True):
     failure: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     answered_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
     updated_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class StandbyRow(SQLModel, table=True):
+    """An address on a host's standby list (migration 0009): told when the host opens a game or a seat."""
+
+    __tablename__ = "email_standby"
+
+    host: str = Field(primary_key=True, max_length=320)  # the host's player id (mail:<address>)
+    address: str = Field(primary_key=True, max_length=320)
+    added_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))

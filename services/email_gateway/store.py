@@ -1,18 +1,20 @@
 """The email gateway's rows: the mailbox position (the IMAP watcher's ``StateStore``), the mail
-already read, and each address's standing (failing, a stranger answered today)."""
+already read, each address's standing (failing, a stranger answered today), and each host's standby
+list."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from avalon.shared.db import upsert
 
 from .imap import MailboxState
-from .rows import ContactRow, MailboxRow, SeenMailRow
+from .rows import ContactRow, MailboxRow, SeenMailRow, StandbyRow
 
 
 def _now() -> datetime:
@@ -102,3 +104,28 @@ class MailStore:
             await conn.execute(upsert(self.engine, ContactRow, ["address"], list(values)),
                                {"address": address, "failing": False, **values})
         return True
+
+    # -- the hosts' standby lists ------------------------------------------------------------
+
+    async def standby(self) -> dict[str, tuple[str, ...]]:
+        """Every host's standby list (host id -> addresses, in the order they were added)."""
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(select(StandbyRow.host, StandbyRow.address)
+                                      .order_by(StandbyRow.host, StandbyRow.added_at, StandbyRow.address))
+            lists: dict[str, tuple[str, ...]] = {}
+            for host, address in rows:
+                lists[host] = (*lists.get(host, ()), address)
+        return lists
+
+    async def add_standby(self, host: str, addresses: list[str]) -> None:
+        """On ``host``'s standby list (an address already there stays where it is)."""
+        values = {"added_at": _now()}
+        async with self.engine.begin() as conn:
+            dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+            for address in addresses:
+                await conn.execute(dialect.insert(StandbyRow).on_conflict_do_nothing(),
+                                   {"host": host, "address": address, **values})
+
+    async def remove_standby(self, host: str, addresses: list[str]) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(delete(StandbyRow).where(StandbyRow.host == host, StandbyRow.address.in_(addresses)))

@@ -23,6 +23,10 @@ KINDS = ("join", "leave", "start", "cancel", "approve", "reject", "success", "fa
          "role", "rules", "help", "language", "timezone", "new_game", "invite")
 #: about the record of finished games, outside any game (answered by mail to the asker alone: no receipt)
 RECORD_KINDS = ("stats", "top", "history", "hide_stats", "show_stats", "forget_me")
+#: the people around the table: the host's pause, resume, seats and duties, a player's absence or hand-over,
+#: taking an open seat, following a game (``watch CODE``), and the host's standby list (``standby ADDRESS``)
+TABLE_KINDS = ("pause", "resume", "void", "away", "take", "open_seat", "pass_host", "remove", "watch", "unwatch",
+               "standby", "standby_remove")
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class Intent:
     text: str = ""
     phase_id: int | None = None
     holder: str | None = None  # a team typed with Excalibur's holder ("team A, B, C; excalibur B")
+    # ``invite ADDRESS seat NAME``: ``targets`` holds the seat's holder, ``text`` the addresses
 
 
 @dataclass(frozen=True)
@@ -260,7 +265,7 @@ def parse(text: str, players: Mapping[str, str] = {}, seats: Sequence[str] = ())
     def intent(kind: str = kind, targets: tuple[str, ...] = (), text: str = "") -> Intent:
         return Intent(kind, locale, targets, text, phase)
 
-    if kind == "stats" and not all(w in fillers for w in lx.words(rest)):  # "stats Anna": hers
+    if kind in ("stats", "take") and not all(w in fillers for w in lx.words(rest)):  # "stats Anna": hers
         targets = _targets(rest, players, seats, locale, one=True)
         return targets if isinstance(targets, Problem) else intent(targets=targets)
     if kind in lx.BARE:
@@ -285,8 +290,36 @@ def parse(text: str, players: Mapping[str, str] = {}, seats: Sequence[str] = ())
         return intent(text=zone) if zone else Problem("unknown_timezone", locale, rest.strip())
     if kind == "new_game":
         return intent(text=_lookup(rest, _folded_sets()[3]) or "")
+    if kind == "watch":  # the game's code (none: the game of the mail replied to)
+        spans = lx.token_spans(rest)
+        return intent(text=rest[spans[0][0]:spans[0][1]] if spans else "")
+    if kind == "take":
+        return intent()
     addresses = dict.fromkeys(a.lower().strip(".") for a in _ADDRESS.findall(rest + "\n" + after))
+    if kind in ("standby", "standby_remove"):  # none: the list as it is
+        return intent(text=" ".join(addresses))
+    if kind == "invite" and addresses:
+        holder = _seat_of(_ADDRESS.sub(" ", rest), players, seats, locale)
+        if holder is not None:
+            return holder if isinstance(holder, Problem) else intent(targets=holder, text=" ".join(addresses))
     return intent(text=" ".join(addresses)) if addresses else Problem("no_address", locale)
+
+
+@lru_cache(maxsize=1)
+def _seat_phrases() -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(lx.phrase_keys(p)[1].split()) for p in lx.SEAT_WORDS)
+
+
+def _seat_of(rest: str, players: Mapping[str, str], seats: Sequence[str],
+             locale: str) -> tuple[str, ...] | Problem | None:
+    """``invite ADDRESS seat NAME``: the holder of the seat offered (None: no seat named, a plain invitation)."""
+    spans = lx.token_spans(rest)
+    loose = [lx.loosen(lx.fold(rest[a:b])) for a, b in spans]
+    for i in range(len(loose)):
+        for phrase in _seat_phrases():
+            if tuple(loose[i:i + len(phrase)]) == phrase and i + len(phrase) < len(loose):
+                return _targets(rest[spans[i + len(phrase)][0]:], players, seats, locale, one=True)
+    return None
 
 
 _CLAUSES = re.compile(f"({_GROUP_SEPARATORS.pattern})")  # split keeping the separators
@@ -335,7 +368,7 @@ def _chosen_marker(markers: list[re.Match], kind: str, unmarked: str, end: int) 
 
 def command_words(locale: str) -> dict[str, str]:
     """kind -> the main word of that command in ``locale`` (for help texts)."""
-    return {kind: lx.main_word(locale, kind) for kind in KINDS + RECORD_KINDS}
+    return {kind: lx.main_word(locale, kind) for kind in KINDS + RECORD_KINDS + TABLE_KINDS}
 
 
 def link_body(locale: str, kind: str, names: Sequence[str] = (), phase_id: int | None = None) -> str:
@@ -349,7 +382,8 @@ def link_body(locale: str, kind: str, names: Sequence[str] = (), phase_id: int |
         return " ".join(part for part in (word, marker, *names) if part)
     if kind == "new_game":
         names = [lx.PRESET_WORD[locale].get(n, n) for n in names]
-    separator = " " if kind in ("invite", "language", "timezone", "new_game") else glossary(locale)["list_separator"]
+    spaced = ("invite", "language", "timezone", "new_game", "watch", "standby", "standby_remove")
+    separator = " " if kind in spaced else glossary(locale)["list_separator"]
     return " ".join(part for part in (word, separator.join(names), marker) if part)
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from avalon.services.email_gateway import lexicon
-from avalon.services.email_gateway.wording import KINDS, RECORD_KINDS, Intent, Problem, command_words, link_body, parse
+from avalon.services.email_gateway.wording import KINDS, RECORD_KINDS, TABLE_KINDS, Intent, Problem, command_words, link_body, parse
 from avalon.shared.narration.render import FSI, LOCALES, PDI, book_sources, environment
 
 PLAYERS = {"m:ann": "Ann", "m:bob": "Bob Marley", "m:cleo": "Cléo", "m:duc": "Đức Hương", "m:anya": "Аня",
@@ -268,4 +268,11 @@ def test_any_text_with_any_names_is_read_or_refused_never_raises(text, players):
         read = parse(body, players, tuple(players))
         assert isinstance(read, (Intent, Problem))
         if isinstance(read, Intent):
-            assert read.kind in KINDS and set(read.targets) <= set(players)
+            assert read.kind in KINDS + RECORD_KINDS + TABLE_KINDS and set(read.targets) <= set(players)
+
+
+# -- the people around the table (issue 21): the variables their sentences take (tests in test_email_table_words)
+
+NEEDS.update({"standby_lobby": ("host", "code"), "standby_seat": ("host", "code", "name"),
+              "seat_offer": ("host", "code", "name"), "seat_offered": ("name", "names"), "unknown_game": ("word",),
+              "standby_list": ("names",), **{f"what_{k}": ("names",) for k in ("open_seat", "pass_host", "remove")}})
