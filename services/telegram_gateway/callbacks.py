@@ -37,3 +37,10 @@ class TargetCb(CallbackData, prefix="t"):
     phase: int
     kind: str
     index: int
+
+
+class SeatCb(CallbackData, prefix="o"):
+    """Take the open seat ``seat`` (from 0) of ``game``: whoever holds it when pressed is replaced."""
+
+    game: str
+    seat: int

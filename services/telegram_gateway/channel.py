@@ -129,7 +129,16 @@ class TelegramChannel:
         self.memory.current[own.chat_id] = game.table.game_id
         own.lobby_message = self.deliver_event(game, envelope, [], out, keyboards.join(
             game.table.game_id, self.speech.ui(game, None, "join")), slot=f"lobby:{game.table.game_id}")
+        self._tell_next_game(game, e.host, out)
         return True
+
+    def _tell_next_game(self, game: Game, host: str, out: list[Outgoing]) -> None:
+        """Who asked with /nextgame in this group hears in private that a lobby opened (once: they are
+        told so, and ask again for the one after)."""
+        title = game.own.title or str(game.own.chat_id)
+        for player in self.memory.next_game.pop(game.own.chat_id, ()):
+            if player != host:
+                self.to_player(game, player, self.speech.ui(game, player, "next_game_opened", title=title), out)
 
     def _on_player_joined(self, game, envelope, e, out) -> bool:
         if ids.user_id(e.player) is not None and e.player not in self.memory.reachable:
@@ -188,6 +197,10 @@ class TelegramChannel:
         self._over(game)
         return False
 
+    def _on_game_voided(self, game, envelope, e, out) -> bool:
+        self._over(game)
+        return False
+
     def _on_game_ended(self, game, envelope, e, out) -> bool:
         self._over(game)
         self.with_picture(game, envelope, None, game.own.chat_id, self.speech.render(envelope, None, game), out)
@@ -202,6 +215,41 @@ class TelegramChannel:
             game.own.options_wanted = None
         if e.command_type in RECORD_COMMANDS:  # "no record of them", "hidden": where it was asked
             return self._on_records(game, envelope, e, out)
+        return False
+
+    # -- the people around the table -----------------------------------------------------------
+
+    def _on_seat_opened(self, game, envelope, e, out) -> bool:
+        """Told in the group with a button anyone outside the game may press to take the seat."""
+        own = game.own
+        slot = f"seat:{game.table.game_id}:{e.seat}:{envelope.seq}"
+        self.deliver_event(game, envelope, [], out, keyboards.take_seat(
+            game.table.game_id, e.seat, self.speech.ui(game, None, "take_seat")), slot=slot)
+        own.open_seats = tuple(o for o in own.open_seats if o[0] != e.seat) + ((e.seat, slot),)
+        return True
+
+    def _on_seat_taken(self, game, envelope, e, out) -> bool:
+        """The seat's button goes; the one replaced is remembered, so their old buttons say why they
+        no longer work."""
+        own = game.own
+        for seat, slot in own.open_seats:
+            if seat == e.seat:
+                out.append(edit(own.chat_id, slot, None))
+        own.open_seats = tuple(o for o in own.open_seats if o[0] != e.seat)
+        former = {was: (e.player if now == e.previous else now) for was, now in own.former if was != e.player}
+        former[e.previous] = e.player
+        own.former = tuple(former.items())
+        return False
+
+    def _on_game_resumed(self, game, envelope, e, out) -> bool:
+        """The phase goes on under a new id: the group's picker and vote buttons of before the pause
+        lose their buttons, and are drawn again with the choices offered again."""
+        own = game.own
+        for message in (own.pick_message, own.vote_message):
+            if message is not None:
+                out.append(edit(own.chat_id, message, None))
+        own.pick_message = own.vote_message = None
+        own.choosing_holder = False
         return False
 
     # -- a round -------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ class TelegramGateway:
     # -- wiring -----------------------------------------------------------------------
 
     def dispatcher(self) -> Dispatcher:
-        from .routers import info, lobby, play, private, records, settings
+        from .routers import info, lobby, play, private, records, settings, table
         from .throttling import ThrottleMiddleware
 
         dp = Dispatcher()
@@ -83,8 +83,8 @@ class TelegramGateway:
         throttling = ThrottleMiddleware(self)  # inner: after a handler's filters matched, before it runs
         dp.message.middleware(throttling)
         dp.callback_query.middleware(throttling)
-        dp.include_routers(private.build(), lobby.build(), settings.build(), play.build(), info.build(),
-                           records.build(), play.build_unknown())
+        dp.include_routers(private.build(), lobby.build(), settings.build(), play.build(), table.build(),
+                           info.build(), records.build(), play.build_unknown())
         return dp
 
     def poller(self, dispatcher: Dispatcher, *, timeout: int = 30):
@@ -199,6 +199,8 @@ class TelegramGateway:
     def remember_user(self, user) -> str:
         player = ids.player_id(user.id)
         self.memory.names[player] = user.first_name or user.username or str(user.id)
+        if user.username:
+            self.memory.usernames[user.username.lower()] = player
         if user.language_code and player not in self.memory.languages:
             self.memory.languages[player] = user.language_code.split("-")[0]
         self.commands.profile_due(player, user)
@@ -219,7 +221,11 @@ class TelegramGateway:
         return self.speech.ui(game, reader, key, **params)
 
     def deep_link(self, game: str) -> str:
-        return f"https://t.me/{self.bot_username}?start=join_{game}"
+        return self.start_link(f"join_{game}")
+
+    def start_link(self, payload: str) -> str:
+        """The link that opens the bot's private chat and sends /start ``payload`` once Start is pressed."""
+        return f"https://t.me/{self.bot_username}?start={payload}"
 
     # -- delivery -----------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiogram.types import InlineKeyboardMarkup
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from .callbacks import CardCb, JoinCb, PickCb, TargetCb, VoteCb
+from .callbacks import CardCb, JoinCb, PickCb, SeatCb, TargetCb, VoteCb
 
 TARGET_KINDS = {"use_excalibur": "e", "use_lady": "l", "assassinate": "a", "accuse": "c", "hand_shot": "h"}
 
@@ -13,6 +13,12 @@ TARGET_KINDS = {"use_excalibur": "e", "use_lady": "l", "assassinate": "a", "accu
 def join(game: str, label: str) -> InlineKeyboardMarkup:
     kb = InlineKeyboardBuilder()
     kb.button(text=label, callback_data=JoinCb(game=game))
+    return kb.as_markup()
+
+
+def take_seat(game: str, seat: int, label: str) -> InlineKeyboardMarkup:
+    kb = InlineKeyboardBuilder()
+    kb.button(text=label, callback_data=SeatCb(game=game, seat=seat))
     return kb.as_markup()
 
 

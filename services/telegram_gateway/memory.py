@@ -23,6 +23,14 @@ class GroupGame:
     vote_message: Any = None
     options_wanted: Any = None  # the host's latest /settings press, until the engine confirms or refuses it
     choosing_holder: bool = False  # the leader confirmed the team and now hands Excalibur (the sword buttons)
+    #: the seats open for a substitute: (seat, the slot of the group's message with its "Take seat" button)
+    open_seats: tuple[tuple[int, str], ...] = ()
+    #: who no longer plays and who took their seat: (previous, successor), so their old buttons say why
+    former: tuple[tuple[str, str], ...] = ()
+
+    def successor(self, player: str) -> str | None:
+        """Who took over the seat ``player`` held (None: nobody; they may still hold it)."""
+        return dict(self.former).get(player)
 
 
 @dataclass
@@ -36,10 +44,12 @@ class Memory:
     titles: dict[int, str] = field(default_factory=dict)
     settings_messages: dict[str, int] = field(default_factory=dict)  # game -> its settings message
     handled_updates: tuple[int, ...] = ()  # the latest Telegram updates handled (their ids), oldest first
+    usernames: dict[str, str] = field(default_factory=dict)  # @username (lower case) -> player id
+    next_game: dict[int, tuple[str, ...]] = field(default_factory=dict)  # group chat -> who /nextgame told there
 
     def migrate(self, old: int, new: int) -> None:
         """A group became a supergroup with a new id: its chat settings follow it (its games' own
         parts are moved by the gateway)."""
-        for mapping in (self.current, self.chat_languages, self.titles):
+        for mapping in (self.current, self.chat_languages, self.titles, self.next_game):
             if old in mapping:
                 mapping[new] = mapping.pop(old)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import pickle
+from dataclasses import MISSING, fields
 from datetime import datetime, timezone
 
 from sqlalchemy import select
@@ -57,6 +58,9 @@ class MemoryKeeper:
             return None
         for kept_apart in ("games", "offers"):  # a snapshot from before the games were kept with the outbox
             memory.__dict__.pop(kept_apart, None)
+        for f in fields(Memory):  # a snapshot from before a field was added: the field starts empty
+            if f.name not in memory.__dict__ and f.default_factory is not MISSING:
+                setattr(memory, f.name, f.default_factory())
         return memory
 
     def start(self) -> None:

@@ -28,7 +28,9 @@ async def status(message: Message, gw) -> None:
 async def help_(message: Message, gw) -> None:
     player = gw.remember_user(message.from_user)
     game = gw.game_of_chat(message.chat.id)
-    await gw.answer(message, gw.template("help.html", game, player if message.chat.type == "private" else None))
+    reader = player if message.chat.type == "private" else None
+    # the table's commands (routers/table.py), after the game's
+    await gw.answer(message, gw.template("help.html", game, reader) + "\n" + gw.ui(game, reader, "help_table"))
 
 
 async def rules(message: Message, gw) -> None:

@@ -75,21 +75,40 @@ async def leave(message: Message, gw) -> None:
 
 async def invite(message: Message, command: CommandObject, gw) -> None:
     """``/invite ADDRESS ...``: each address is invited as an email player (``mail:<address>``); the
-    engine says whether the sender may (the host, in the lobby)."""
+    engine says whether the sender may (the host, in the lobby). In a reply to a player's message (or
+    naming @them), in a game under way: their open seat is offered to the address, taken by mail."""
     player, game = await _group_game(message, gw)
     if game is None:
         return
     words = [w for w in re.split(r"[\s,;]+", command.args or "") if w]
+    # a game under way: the open seat offered (a reply to its holder, or @them)
+    seat = _seat_named(message, gw) if game.table.turn.phase is not Phase.LOBBY else None
+    if seat is not None:
+        words = [w for w in words if not w.startswith("@")]
     if not words:
         await gw.answer(message, gw.ui(game, player, "invite_usage"), reply=True)
         return
     bad = [w for w in words if not plausible_address(w)]
     for address in dict.fromkeys(w.lower() for w in words if w not in bad):
         await gw.command(game.table.game_id, player, {"type": "invite", "player": f"mail:{address}",
-                                                      "table": (message.chat.title or "")[:128]})
+                                                      "table": (message.chat.title or "")[:128], "seat": seat or ""})
     if bad:  # shown shortened: a 5000-character word must not make the answer too long to send
         shown = [w if len(w) <= 60 else w[:59] + "…" for w in bad[:5]] + (["…"] if len(bad) > 5 else [])
         await gw.answer(message, gw.ui(game, player, "invite_invalid", names=", ".join(shown)), reply=True)
+
+
+def _seat_named(message: Message, gw) -> str | None:
+    """The player whose seat an /invite offers: the author of the message it replies to, or the first
+    user it mentions (an @username the bot has seen); None: an invitation to the lobby."""
+    replied = message.reply_to_message
+    if replied is not None and replied.from_user is not None and not replied.from_user.is_bot:
+        return gw.remember_user(replied.from_user)
+    for entity in message.entities or ():
+        if entity.type == "text_mention" and entity.user is not None:
+            return gw.remember_user(entity.user)
+        if entity.type == "mention":
+            return gw.memory.usernames.get(entity.extract_from(message.text or "").lstrip("@").lower(), "")
+    return None
 
 
 async def start_game(message: Message, gw) -> None:

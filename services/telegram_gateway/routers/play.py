@@ -24,6 +24,9 @@ def _check(gw, query: CallbackQuery, game_id: str, phase: int):
     if game is None or game.table.over or phase != game.table.turn.phase_id:
         return player, game, gw.reason(player, game, "stale_phase")
     if not game.table.seated(player):
+        successor = game.own.successor(player)  # replaced: told by whom, as the engine would
+        if successor is not None:
+            return player, game, gw.reason(player, game, "seat_taken", player=successor)
         return player, game, gw.reason(player, game, "not_a_player")
     return player, game, None
 

@@ -1,5 +1,6 @@
-"""Private chat: /start (and the join_<game> deep link; a player back after blocking the bot gets
-again what is open for them), /role, free text for the last word and the council."""
+"""Private chat: /start (and the join_<game> deep link; /nextgame's next_<chat> link; a player back
+after blocking the bot gets again what is open for them), /role, free text for the last word and the
+council."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from aiogram.types import Message
 
 from avalon.shared.game import Phase
 
+from . import table
+
 PRIVATE = F.chat.type == "private"
 
 
@@ -17,6 +20,11 @@ async def start(message: Message, command: CommandObject, gw) -> None:
     gw.memory.reachable.add(player)
     await gw.answer(message, gw.ui(None, player, "welcome"))
     payload = command.args or ""
+    chat = table.next_game_chat(payload)
+    if chat is not None:  # the link /nextgame gave in a group before the private chat was open
+        table.subscribe(gw, chat, player)
+        title = gw.memory.titles.get(chat) or str(chat)
+        await gw.answer(message, gw.ui(None, player, "next_game_private_noted", title=title))
     if payload.startswith("join_"):
         game_id = payload[len("join_"):]
         game = gw.game(game_id)
