@@ -82,7 +82,7 @@ async def invite(message: Message, command: CommandObject, gw) -> None:
         return
     words = [w for w in re.split(r"[\s,;]+", command.args or "") if w]
     # a game under way: the open seat offered (a reply to its holder, or @them)
-    seat = _seat_named(message, gw) if game.table.turn.phase is not Phase.LOBBY else None
+    seat = mentioned(message, gw) if game.table.turn.phase is not Phase.LOBBY else None
     if seat is not None:
         words = [w for w in words if not w.startswith("@")]
     if not words:
@@ -97,9 +97,10 @@ async def invite(message: Message, command: CommandObject, gw) -> None:
         await gw.answer(message, gw.ui(game, player, "invite_invalid", names=", ".join(shown)), reply=True)
 
 
-def _seat_named(message: Message, gw) -> str | None:
-    """The player whose seat an /invite offers: the author of the message it replies to, or the first
-    user it mentions (an @username the bot has seen); None: an invitation to the lobby."""
+def mentioned(message: Message, gw) -> str | None:
+    """The player a command names: the author of the message it replies to, else the first user it
+    mentions (a user Telegram links; an @username the bot has seen, "" for one it has not); else None.
+    In an /invite: the player whose open seat is offered."""
     replied = message.reply_to_message
     if replied is not None and replied.from_user is not None and not replied.from_user.is_bot:
         return gw.remember_user(replied.from_user)

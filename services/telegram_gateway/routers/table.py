@@ -9,7 +9,7 @@ do what and answers a refusal with its reason."""
 
 from __future__ import annotations
 
-from aiogram import F, Router
+from aiogram import Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import CallbackQuery, Message
 
@@ -17,32 +17,14 @@ from avalon.shared.narration.render import html_to_text
 from avalon.shared.protocol import plausible_address
 
 from ..callbacks import SeatCb
-
-GROUPS = F.chat.type.in_({"group", "supergroup"})
-
-
-async def _group_game(message: Message, gw):
-    """(player, the group's open game); None for the game after telling the sender there is none."""
-    player = gw.remember_user(message.from_user)
-    game = gw.game_of_chat(message.chat.id)
-    if game is None:
-        await gw.answer(message, gw.ui(None, player, "no_game"), reply=True)
-    return player, game
+from .lobby import GROUPS, _group_game, mentioned
 
 
 def named_player(message: Message, command: CommandObject, gw) -> str | None:
-    """The player a command names: the author of the message it replies to, else the first mention
-    (a user Telegram links, or an @username the bot has seen), else an email address."""
-    replied = message.reply_to_message
-    other = replied.from_user if replied is not None else None
-    if other is not None and not other.is_bot:
-        return gw.remember_user(other)
-    for entity in message.entities or ():
-        if entity.type == "text_mention" and entity.user is not None:
-            return gw.remember_user(entity.user)
-        if entity.type == "mention":
-            username = entity.extract_from(message.text or "").lstrip("@").lower()
-            return gw.memory.usernames.get(username, "")
+    """The player a command names (``mentioned``), else an email address (a mail player's seat)."""
+    named = mentioned(message, gw)
+    if named is not None:
+        return named
     word = (command.args or "").strip()
     if plausible_address(word):
         return f"mail:{word.lower()}"
