@@ -181,17 +181,25 @@ def _choices_offered(t: Table, e) -> None:
 def _seat_taken(t: Table, e) -> None:
     """A substitute sits where ``previous`` sat: everything the table said of the seat is theirs now."""
     s, turn = t.seats, t.turn
+
+    def swap(p):
+        return e.player if p == e.previous else p
     if e.previous in s.players:
-        s.players = [e.player if p == e.previous else p for p in s.players]
+        s.players = [swap(p) for p in s.players]
     elif e.player not in s.players:  # a gateway that never saw this table: the newcomer at least sits
         s.players.append(e.player)
     if e.player in s.invited:
         s.invited.remove(e.player)
-    turn.council = [e.player if p == e.previous else p for p in turn.council]
-    turn.voted = [e.player if p == e.previous else p for p in turn.voted]
-    if turn.leader == e.previous:
-        turn.leader = e.player
+    turn.council = [swap(p) for p in turn.council]
+    turn.voted = [swap(p) for p in turn.voted]
+    turn.leader = swap(turn.leader)
     turn.offers.pop(e.previous, None)
+    # the others' open choices (a leader's team picker, a Lady's or a shot's targets) name the newcomer
+    turn.offers = {player: offer.model_copy(update={"choices": tuple(
+        c.model_copy(update={"targets": tuple(swap(p) for p in c.targets)}) for c in offer.choices)})
+        for player, offer in turn.offers.items()}
+    t.draft.picks = [swap(p) for p in t.draft.picks]
+    t.draft.holder = swap(t.draft.holder)
     t.spectators = tuple(p for p in t.spectators if p != e.player)
 
 
