@@ -143,3 +143,17 @@ class TelegramTable:
                 if data and key not in self.acted:
                     self.acted.add(key)
                     await self.press(user, message, self.rng.choice(data))
+
+
+def refusal_words(reason: str, by: str, names: dict[str, str], reader: str, language: str, channel: str) -> str:
+    """The first line of the engine's refusal ``reason`` (``by``: who took the seat) as ``reader`` reads it,
+    flattened."""
+    from avalon.shared.narration.render import Context, Narrator as Narration, Recipient
+    from avalon.shared.protocol import AudienceKind, AudienceModel, CommandRejected, EventEnvelope, utcnow
+
+    envelope = EventEnvelope(message_id="x", game_id="g", seq=0, occurred_at=utcnow(),
+                             audience=AudienceModel(kind=AudienceKind.PLAYERS, players=(reader,)),
+                             event=CommandRejected(command_type="cast_vote", reason=reason, params={"player": by},
+                                                   message=reason))
+    text = Narration().render(envelope, Recipient(reader, (language,)), channel, Context(names, {"title": "g"})).text
+    return flat(text.strip().split("\n")[0])
