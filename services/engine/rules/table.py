@@ -50,9 +50,7 @@ def open_seat(tx: Tx, c: cmd.OpenSeat) -> Rejection | None:
     seat = s.seat_of.get(c.player)
     if seat is None:
         return reject(Reason.UNKNOWN_PLAYER, player=c.player)
-    if c.actor == c.player:
-        if seat in s.vacant:
-            return reject(Reason.SEAT_LEFT)
+    if c.actor == c.player:  # (a seat already handed over: decide refused its holder with seat_left)
         reason = SeatReason.LEFT
     elif c.actor == s.host:
         if seat in s.open_seats:
