@@ -76,8 +76,12 @@ def password_variable(role: str) -> str:
     return f"{role.upper()}_AMQP_PASSWORD"
 
 
-def _only(*names: str) -> str:
-    return "^(" + "|".join(re.escape(name) for name in sorted(set(names))) + ")$"
+def _only(*names: str, partitions: str | None = None) -> str:
+    """Exactly these names; ``partitions``: and the command partitions named after it (``<it>.<n>``)."""
+    alternatives = [re.escape(name) for name in sorted(set(names))]
+    if partitions is not None:
+        alternatives.append(re.escape(partitions) + r"\.[0-9]+")
+    return "^(" + "|".join(alternatives) + ")$"
 
 
 def grants(prefix: str) -> dict[str, Grant]:
@@ -90,9 +94,10 @@ def grants(prefix: str) -> dict[str, Grant]:
     dlx, dead = names.dlx_name, names.dead_queue_name
     found = {"engine": Grant(
         "engine", user_name(prefix, "engine"),
-        configure=_only(commands, events, dlx, dead),
-        write=_only(commands, events, dlx, dead),  # publish; bind the queues; x-dead-letter-exchange
-        read=_only(commands, dlx),  # consume commands; bind the queues to their exchanges
+        # the command partitions past the first are `commands.<n>`
+        configure=_only(commands, events, dlx, dead, partitions=commands),
+        write=_only(commands, events, dlx, dead, partitions=commands),  # publish; bind; x-dead-letter-exchange
+        read=_only(commands, dlx, partitions=commands),  # consume commands; bind the queues to their exchanges
     )}
     for channel in gateways():
         queue = bus.event_queue_name(channel)

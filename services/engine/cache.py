@@ -55,6 +55,9 @@ class GameCache:
         while len(self._games) > self.size:
             self._games.popitem(last=False)
 
+    def ids(self) -> list[str]:
+        return list(self._games)
+
     def forget(self, game_ids: Iterable[str]) -> None:
         """Drop these games (their staged states were never committed): read again when next needed."""
         for game_id in game_ids:

@@ -65,7 +65,12 @@ class DeadlineScheduler:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
 
-    def arm(self, game_id: str, phase_id: int, deadline_at: datetime, timeout_seconds: int) -> None:
+    def arm(self, game_id: str, phase_id: int, deadline_at: datetime, timeout_seconds: int, *,
+            again: bool = True) -> int:
+        """Plan the phase's reminders and timeout; ``again`` False: not if this phase is planned already
+        (its reminders sent stay sent). Returns 1 if planned, 0 if not."""
+        if not again and self._plans.get(game_id, (None,))[0] == phase_id:
+            return 0
         now = datetime.now(timezone.utc)
         steps = [_Step(deadline_at - timedelta(seconds=before), f"remind:{label}", before)
                  for label, before in reminder_offsets(timeout_seconds)
@@ -73,6 +78,7 @@ class DeadlineScheduler:
         steps.append(_Step(max(deadline_at, now), "timeout", 0))
         self._plans[game_id] = (phase_id, steps)
         self._schedule(game_id, steps[0].at)
+        return 1
 
     def disarm(self, game_id: str) -> None:
         if self._plans.pop(game_id, None) is not None:
@@ -80,6 +86,10 @@ class DeadlineScheduler:
                 self.scheduler.remove_job(game_id)
             except JobLookupError:
                 pass  # it already ran
+
+    def planned(self) -> list[str]:
+        """The games with a deadline planned."""
+        return list(self._plans)
 
     def armed(self) -> list[str]:
         """What is planned, as ``<game>:timeout`` and ``<game>:remind:<label>``."""
@@ -137,19 +147,19 @@ class DeadlineScheduler:
 
 
 class Deadlines:
-    """The engine's side of the deadlines: every open one armed on start (from the database), and a
-    game's deadline moved or dropped once a batch that changed it is committed. Without a scheduler
-    (tests, benchmarks) nothing is armed."""
+    """The engine's side of the deadlines: the open ones of the games this engine serves armed when it
+    takes their partition over (partitions.py reads them from the database), and a game's deadline
+    moved or dropped once a batch that changed it is committed. Without a scheduler (tests,
+    benchmarks) nothing is armed."""
 
     def __init__(self, scheduler: DeadlineScheduler | None) -> None:
         self.scheduler = scheduler
+        #: whether this engine serves a game's partition now (set by the engine service)
+        self.serves: Callable[[str], bool] = lambda game_id: True
 
-    async def start(self, store) -> None:
-        if self.scheduler is None:
-            return
-        self.scheduler.start()
-        for deadline in await store.open_deadlines():
-            self.scheduler.arm(deadline.game_id, deadline.phase_id, deadline.deadline_at, deadline.timeout_seconds)
+    def start(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.start()
 
     def stop(self) -> None:
         if self.scheduler is not None:
@@ -166,4 +176,6 @@ class Deadlines:
             return lambda: scheduler.disarm(game_id)
         if deadline_at is KEEP:
             return None
-        return lambda: scheduler.arm(game_id, state.phase_id, deadline_at, state.timeout_seconds)
+        # committed after its partition was handed on: the engine serving it now reads it (partitions.py)
+        return lambda: (scheduler.arm(game_id, state.phase_id, deadline_at, state.timeout_seconds)
+                        if self.serves(game_id) else None)

@@ -41,6 +41,7 @@ from .envelopes import Envelopes
 from .handlers import Handlers
 from .moves import GameMoves
 from .outage import DatabaseWatch
+from .partitions import PartitionKeeper
 from .people import People
 from .publisher import Publisher
 from .routing import Router
@@ -75,6 +76,9 @@ class EngineService:
         self.publisher = Publisher(store, bus, self.database)
         self.batcher = Batcher(store, self.games, people, handlers.decide, self.publisher, self.database,
                                max_batch=max_batch)
+        self.partitions = PartitionKeeper(store, self.games, self.deadlines, self.publisher,
+                                          getattr(bus, "partitions", 1))
+        self.deadlines.serves = self.partitions.holds
         self._upkeep: asyncio.Task | None = None
 
     @property
@@ -82,14 +86,37 @@ class EngineService:
         return self.deadlines.scheduler
 
     async def start(self, *, consume: bool = True) -> None:
+        """Ready to serve the command partitions the bus gives it (their deadlines armed and what the
+        outbox held of them published when each is taken over: partitions.py); ``consume`` False: it
+        serves every partition, and takes commands only from ``handle_raw``'s callers."""
         await self.store.migrate()
-        await self.publish_pending()
-        await self.deadlines.start(self.store)
+        self.partitions.partitions = getattr(self.bus, "partitions", 1)  # a broker's count, read on start
+        self.deadlines.start()
         self._upkeep = asyncio.create_task(self._keep_up())
         if consume:
-            await self.bus.consume_commands(self.handle_raw, prefetch=self.prefetch)
+            await self.bus.consume_commands(self.handle_raw, prefetch=self.prefetch, watch=self.partitions)
+            await self._first_takeover()
+        else:
+            await self.partitions.serve_all()
+            await self._first_recovery()
+
+    async def _first_takeover(self, wait: float = 2.0) -> None:
+        """Wait a little for the first partitions to come (a lone engine serves every one within
+        moments: its probes reach it), so that start returns with their deadlines armed."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + wait
+        while loop.time() < until and (len(self.partitions.held) < self.partitions.partitions
+                                       or self.partitions._round is not None):
+            await asyncio.sleep(0.02)
+        await self._first_recovery()
+
+    async def _first_recovery(self) -> None:
+        if self.publisher.dirty:
+            async with self.batcher.turn:
+                await self.publisher.recover()
 
     async def stop(self) -> None:
+        await self.partitions.stop()
         self.deadlines.stop()
         if self._upkeep is not None:
             self._upkeep.cancel()
@@ -102,6 +129,7 @@ class EngineService:
 
         Raises PoisonMessage for a body that is no command to believe (dead-letter it), and whatever made
         the command fail (deliver it again)."""
+        self.partitions.counted()
         await self.batcher.handle(self.trust.admit(body, COMMAND_SENDER.get()))
 
     async def publish_pending(self, game_id: str | None = None) -> int:

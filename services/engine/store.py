@@ -310,6 +310,12 @@ class Store:
             return [Outgoing(r.id, EventEnvelope.model_validate_json(r.body), tuple(filter(None, r.channels.split(","))),
                              r.body) for r in rows]
 
+    async def unpublished_games(self) -> set[str]:
+        """The games with events committed and not yet published."""
+        async with self.sessions() as session:
+            query = select(EventRow.game_id).where(EventRow.published.is_(False)).distinct()
+            return set((await session.execute(query)).scalars().all())
+
     async def mark_published(self, ids: list[int]) -> None:
         if not ids:
             return

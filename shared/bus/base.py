@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from contextvars import ContextVar
-from typing import Awaitable, Callable, Protocol
+from typing import Awaitable, Callable, Iterable, Protocol
 
 from avalon.shared.protocol import CommandEnvelope, EventEnvelope
 
@@ -19,6 +19,26 @@ COMMAND_SENDER: ContextVar[str | None] = ContextVar("COMMAND_SENDER", default=No
 #: no earlier run of the subscriber can have handled it); True when it may have been (and on buses that
 #: cannot tell).
 EVENT_REDELIVERED: ContextVar[bool] = ContextVar("EVENT_REDELIVERED", default=True)
+
+
+#: While a command handler runs: the command partition it came from (0 on a bus with one).
+COMMAND_PARTITION: ContextVar[int] = ContextVar("COMMAND_PARTITION", default=0)
+
+
+class PartitionWatch(Protocol):
+    """What a commands' consumer tells of the partitions it serves (``consume_commands(watch=)``).
+
+    A partition is served by one consumer at a time (RabbitMQ's single active consumer); the bus learns
+    that this consumer serves one when a delivery (a command, or a probe it sends every little while to
+    the partitions it does not serve) comes from it."""
+
+    def serving(self, partition: int) -> Awaitable[None] | None:
+        """A delivery came from ``partition``. None when it was served already; otherwise the takeover's
+        work, which this delivery and every later one of the partition wait for before they are handled."""
+
+    def lost(self, partitions: Iterable[int]) -> None:
+        """These partitions are no longer served here (the connection or their channel was lost, or they
+        were handed to another consumer): a command of theirs still in flight may yet be committed."""
 
 
 class PoisonMessage(Exception):
@@ -44,8 +64,13 @@ class Bus(Protocol):
     async def send_raw_command(self, body: bytes) -> None:
         """Put raw bytes on the command queue (tests of poison messages)."""
 
-    async def consume_commands(self, handler: CommandHandler, *, prefetch: int = 64) -> None:
-        """Start consuming; returns once the consumer is registered."""
+    #: the command partitions (1: one queue; a broker's count, read on start)
+    partitions: int
+
+    async def consume_commands(self, handler: CommandHandler, *, prefetch: int = 64,
+                               watch: PartitionWatch | None = None) -> None:
+        """Start consuming; returns once the consumer is registered. ``watch`` is told which partitions
+        this consumer serves, and when it no longer does."""
 
     async def publish_event(self, envelope: EventEnvelope, channel: str) -> None: ...
 

@@ -16,7 +16,7 @@ import logging
 
 from avalon.shared.protocol import CommandEnvelope, EventEnvelope
 
-from .base import CommandHandler, EventHandler, PoisonMessage, Unroutable, routing_key, topic_matches
+from .base import CommandHandler, EventHandler, PartitionWatch, PoisonMessage, Unroutable, routing_key, topic_matches
 from .inbox import Inbox
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,7 @@ class InProcessBus:
                  confirm_events: float | None = None) -> None:
         self.delivery_limit = delivery_limit
         self.prefix: str | None = None  # no broker users here: every sender is the process itself
+        self.partitions = 1
         #: publish_events returns once the subscribers have handled the events (at most this many
         #: seconds): what the engine marks published is then already in a channel's outbox, as
         #: RabbitMQ's durable queues hold it, so a kill in between loses no event (``avalon run``)
@@ -79,7 +80,13 @@ class InProcessBus:
         if key is not None and self.inbox is not None:
             self.inbox.done(key)
 
-    async def consume_commands(self, handler: CommandHandler, *, prefetch: int = 64) -> None:
+    async def consume_commands(self, handler: CommandHandler, *, prefetch: int = 64,
+                               watch: PartitionWatch | None = None) -> None:
+        """The one consumer serves the one partition from the start."""
+        if watch is not None:
+            taking_over = watch.serving(0)
+            if taking_over is not None:
+                await taking_over
         self._tasks.append(asyncio.create_task(self._consume(handler)))
 
     async def _consume(self, handler: CommandHandler) -> None:

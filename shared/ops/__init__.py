@@ -28,6 +28,10 @@ from .metrics import (
     ERRORS,
     EVENTS_PUBLISHED,
     OUTBOX_DEPTH,
+    PARTITION_COMMANDS,
+    PARTITION_TAKEOVERS,
+    PARTITIONS_HANDED_ON,
+    PARTITIONS_HELD,
     REGISTRY,
     TELEGRAM_FAILED,
     TELEGRAM_QUEUE,
@@ -41,6 +45,7 @@ from .server import OpsServer, make_app, parse_listen, serve_ops
 __all__ = [
     "COMMANDS", "COMMANDS_APPLIED", "COMMANDS_DUPLICATE", "COMMANDS_IGNORED", "COMMANDS_REJECTED",
     "COMPONENT_READY", "DEAD_MESSAGES", "DELIVERIES", "ENGINE_OUTBOX", "ERRORS", "EVENTS_PUBLISHED",
-    "OUTBOX_DEPTH", "REGISTRY", "TELEGRAM_FAILED", "TELEGRAM_QUEUE", "TELEGRAM_SENT", "events_published",
+    "OUTBOX_DEPTH", "PARTITION_COMMANDS", "PARTITION_TAKEOVERS", "PARTITIONS_HANDED_ON", "PARTITIONS_HELD",
+    "REGISTRY", "TELEGRAM_FAILED", "TELEGRAM_QUEUE", "TELEGRAM_SENT", "events_published",
     "sample", "Check", "Readiness", "readiness", "OpsServer", "make_app", "parse_listen", "serve_ops",
 ]

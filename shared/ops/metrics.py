@@ -47,6 +47,18 @@ ERRORS = Counter(
 COMPONENT_READY = Gauge(
     "avalon_component_ready", "1 when a component registered for /readyz is ready, else 0", ["component"],
     registry=REGISTRY)
+PARTITIONS_HELD = Gauge(
+    "avalon_engine_partitions", "Command partitions this engine serves now (each served by one engine at a "
+    "time; a standby engine serves none)", registry=REGISTRY)
+PARTITION_TAKEOVERS = Counter(
+    "avalon_engine_partition_takeovers", "Command partitions this engine took over (at its start, from an "
+    "engine that stopped or died, or handed on to even the load)", registry=REGISTRY)
+PARTITIONS_HANDED_ON = Counter(
+    "avalon_engine_partitions_handed_on", "Command partitions this engine handed to another to even the load",
+    registry=REGISTRY)
+PARTITION_COMMANDS = Counter(
+    "avalon_engine_partition_commands", "Commands this engine took from each command partition", ["partition"],
+    registry=REGISTRY)
 
 #: The children on the engine's hot path.
 COMMANDS_APPLIED = COMMANDS.labels(result="applied")

@@ -22,13 +22,13 @@ from aiormq.exceptions import ChannelAccessRefused
 
 from avalon.shared.protocol import CommandEnvelope, EventEnvelope
 
-from ..base import CommandHandler, EventHandler
+from ..base import CommandHandler, EventHandler, PartitionWatch
 from .commands import CommandConsumer
 from .consumers import Consumers
 from .events import EventSubscriptions
 from .link import BrokerLink
 from .publisher import Publisher
-from .topology import COMMAND_ROUTING_KEY, Topology, TopologyMissing
+from .topology import COMMAND_ROUTING_KEY, PartitionMismatch, Topology, TopologyMissing, partition_of
 
 
 class RabbitBus:
@@ -44,19 +44,21 @@ class RabbitBus:
         game_prefetch: int = 256,
         shutdown_grace: float = 5.0,
         publish_timeout: float = 30.0,
+        partitions: int = 1,
     ) -> None:
         """``shutdown_grace``: on close, how long in-flight handlers may still finish (and ack) before
         they are cancelled; ``publish_timeout``: how long a publish may wait for a reconnection in
-        progress, and then for the broker's confirm."""
+        progress, and then for the broker's confirm; ``partitions``: the command partitions the engine
+        declares (everyone else reads the broker's count on start)."""
         if delivery_limit < 1:
             raise ValueError("delivery_limit must be at least 1")
         self.delivery_limit = delivery_limit
-        self.topology = Topology(prefix, delivery_limit)
+        self.topology = Topology(prefix, delivery_limit, partitions)
         self._link = BrokerLink(url)
         user = unquote(urlsplit(url).username or "") or "guest"
         self._publisher = Publisher(self._link, self.topology, user=user, timeout=publish_timeout)
         self._consumers = Consumers(shutdown_grace)
-        self._commands = CommandConsumer(self._link, self.topology, self._consumers)
+        self._commands = CommandConsumer(self._link, self.topology, self._consumers, self._publisher)
         self._events = EventSubscriptions(self._link, self.topology, self._consumers, prefetch=event_prefetch,
                                           game_prefetch=game_prefetch)
         self._dead_queue: AbstractQueue | None = None
@@ -66,6 +68,16 @@ class RabbitBus:
         """What every name starts with, the services' broker users' included (the engine service reads
         it to tell which service a command's sender is)."""
         return self.topology.prefix
+
+    @property
+    def partitions(self) -> int:
+        """The command partitions (the broker's count, once started)."""
+        return self.topology.partitions
+
+    @property
+    def commands(self) -> CommandConsumer:
+        """The commands' consumer: the partitions it serves (``served``), the ones it handed on."""
+        return self._commands
 
     @property
     def event_prefetch(self) -> int:
@@ -97,6 +109,7 @@ class RabbitBus:
         # while the robust connection is reconnecting, every channel operation would wait for it:
         # then skip straight to closing the connection (the broker has dropped the consumers already)
         connected = self._link.connected
+        await self._commands.stop()
         await self._consumers.stop(connected=connected)
         connected = connected and self._link.connected
         await self._consumers.close(connected=connected)
@@ -128,8 +141,9 @@ class RabbitBus:
                              bodies: list[str] | None = None) -> None:
         await self._publisher.publish_events(envelopes, channel, bodies=bodies)
 
-    async def consume_commands(self, handler: CommandHandler, *, prefetch: int = 64) -> None:
-        await self._commands.consume(handler, prefetch=prefetch)
+    async def consume_commands(self, handler: CommandHandler, *, prefetch: int = 64,
+                               watch: PartitionWatch | None = None) -> None:
+        await self._commands.consume(handler, prefetch=prefetch, watch=watch)
 
     async def subscribe_events(self, name: str, pattern: str, handler: EventHandler, *,
                                by_game: bool = False) -> None:
@@ -152,4 +166,4 @@ class RabbitBus:
         await self.topology.delete_everything(self._link.url, {*self._events.names, *subscriptions})
 
 
-__all__ = ["RabbitBus", "TopologyMissing", "COMMAND_ROUTING_KEY"]
+__all__ = ["RabbitBus", "TopologyMissing", "PartitionMismatch", "COMMAND_ROUTING_KEY", "partition_of"]

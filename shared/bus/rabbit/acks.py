@@ -37,6 +37,13 @@ class Acker:
             self._scheduled = True
             self._spawn(self.flush())
 
+    async def ack_now(self, message: AbstractIncomingMessage) -> None:
+        """Acknowledge this one delivery at once, whatever came before it (a partition's probe: it must
+        not hold a prefetch slot while the commands before it are handled)."""
+        async with self._lock:  # on the wire before any multiple ack that covers it
+            await settle(message, message.ack())
+            self._settled[id(message)] = "acked"
+
     async def reject(self, message: AbstractIncomingMessage, *, requeue: bool) -> None:
         await settle(message, message.reject(requeue=requeue))  # on the wire before any ack covers it
         self._settled[id(message)] = "rejected"

@@ -1,41 +1,89 @@
-"""Consuming the commands queue (the engine): each command handed to the handler in arrival order, in a
-task of its own, and settled by what the handler did: acknowledged, dead-lettered as poison, or
-returned to be delivered again."""
+"""Consuming the command partitions (the engine): each partition's commands handed to the handler in
+arrival order, each in a task of its own, and settled by what the handler did: acknowledged,
+dead-lettered as poison, or returned to be delivered again."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
+import uuid
 from typing import Any, Awaitable
 
 import aiormq
 
-from ..base import COMMAND_SENDER, CommandHandler, PoisonMessage
+from avalon.shared import ops
+
+from ..base import COMMAND_PARTITION, COMMAND_SENDER, CommandHandler, PartitionWatch, PoisonMessage
 from .acks import Acker, delivery_count
 from .consumers import Consumers
-from .link import CONNECTION_ERRORS, BrokerLink
+from .link import CONNECTION_ERRORS, BrokerLink, close_channel
+from .publisher import PROBE_HEADER
 from .topology import Topology
 
 log = logging.getLogger(__package__)  # the bus speaks under one name, "avalon.shared.bus.rabbit", whichever piece
 
 
 class CommandConsumer:
-    """The consumer of the commands queue, on a channel of its own; the engine's bus has one."""
+    """The consumer of the command partitions (the engine's bus has one), a channel for each partition.
 
-    def __init__(self, link: BrokerLink, topology: Topology, consumers: Consumers) -> None:
+    Every engine consumes every partition; RabbitMQ's single active consumer hands each partition's
+    commands to one of them at a time, in order, and to the next in line when that one's connection
+    closes (a crash included). A consumer learns that it serves a partition from the partition's first
+    delivery to it: a command, or one of the probes it sends every ``PROBE_EVERY`` seconds to the
+    partitions it does not serve. ``watch`` (the engine) is told, and that delivery and the partition's
+    next ones wait for its takeover work. Every ``BALANCE_EVERY`` seconds a consumer that serves more
+    than its share (the partitions over the consumers registered on them) hands an idle one on: it
+    closes that partition's channel, with nothing of it in flight, and subscribes again at the back
+    of the line."""
+
+    PROBE_EVERY = 0.5
+    BALANCE_EVERY = 2.0
+
+    def __init__(self, link: BrokerLink, topology: Topology, consumers: Consumers, publisher) -> None:
         self._link = link
         self._topology = topology
         self._consumers = consumers
+        self._publisher = publisher
+        self.name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.served = Served()  # the partitions this consumer serves, as far as it knows
+        self.handed_on = 0  # partitions handed to another consumer to even the load
+        self._subscriptions: dict[int, _Subscription] = {}
+        self._inflight: dict[int, int] = {}  # partition -> deliveries being handled
+        self._handler: CommandHandler | None = None
+        self._prefetch = 64
+        self._loops: list[asyncio.Task] = []
 
-    async def consume(self, handler: CommandHandler, *, prefetch: int = 64) -> None:
+    async def consume(self, handler: CommandHandler, *, prefetch: int = 64,
+                      watch: PartitionWatch | None = None) -> None:
         """Commands are consumed with aiormq directly: aio-pika's consumer wraps each delivery in an
-        IncomingMessage and one more task, ~8% of the engine's CPU. The robust channel comes back
-        after a reconnect (with its QoS); the consumer is registered on it again here."""
+        IncomingMessage and one more task, ~8% of the engine's CPU. The robust channels come back
+        after a reconnect (with their QoS); the consumers are registered on them again here."""
         connection = self._link.require()
-        channel = await self._consumers.open_channel(connection, prefetch)
-        await self._topology.declare(channel)  # the commands' consumer (the engine) owns it all
+        await self._topology.check_partitions(connection)
+        self._handler, self._prefetch, self.served.watch = handler, prefetch, watch
+        for partition in range(self._topology.partitions):
+            await self._subscribe(partition, declare=partition == 0)
+        self._link.on_lost.append(lambda: self.served.lose(set(self.served)))
+        self._loops = [asyncio.create_task(self._probe_loop())]
+        if self._topology.partitions > 1:
+            self._loops.append(asyncio.create_task(self._balance_loop()))
+
+    async def stop(self) -> None:
+        for task in self._loops:
+            task.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        self._loops.clear()
+
+    async def _subscribe(self, partition: int, *, declare: bool = False) -> None:
+        connection = self._link.require()
+        channel = await self._consumers.open_channel(connection, self._prefetch)
+        if declare:
+            await self._topology.declare(channel)  # the commands' consumer (the engine) owns it all
         acker = self._consumers.acker()
-        queue = self._topology.commands_queue_name
+        queue = self._topology.command_queue(partition)
+        sub = _Subscription(channel, acker)
         tags: list[str] = []  # the consumer's tag on the current underlying channel
 
         async def on_delivery(delivered: aiormq.abc.DeliveredMessage) -> None:
@@ -45,7 +93,11 @@ class CommandConsumer:
             # and a command being decided must still finish (its ack then goes nowhere).
             message = Delivery(delivered)
             acker.delivered(message)
-            acker.watch(message, self._consumers.spawn(self._handle(handler, message, acker)))
+            if sub.closed:  # handed on: its channel's close gives it back to the queue
+                acker.abandon(message)
+                return
+            self._inflight[partition] = self._inflight.get(partition, 0) + 1
+            acker.watch(message, self._consumers.spawn(self._handle(message, acker, partition)))
 
         async def consume() -> None:
             underlay = await channel.get_underlay_channel()
@@ -58,20 +110,31 @@ class CommandConsumer:
                 await underlay.basic_cancel(tags[0])
 
         async def consume_again(*_: Any) -> None:  # aio-pika gathers reopen callbacks' errors silently
+            self.served.lose({partition})  # back in the line: another consumer may serve it now
             try:
                 await consume()
             except Exception:
                 log.exception("could not consume %s again after reconnecting", queue)
                 raise
 
+        sub.cancel = cancel
         await consume()
         channel.reopen_callbacks.add(consume_again)
         self._consumers.consuming(queue, cancel)
+        self._subscriptions[partition] = sub
 
-    async def _handle(self, handler: CommandHandler, message: "Delivery", acker: Acker) -> None:
+    async def _handle(self, message: "Delivery", acker: Acker, partition: int) -> None:
         COMMAND_SENDER.set(message.user_id)  # this task's context: the handler reads who sent it
+        COMMAND_PARTITION.set(partition)
         try:
-            await handler(message.body)
+            gate = self.served.gate(partition)
+            if gate is not None:
+                await gate
+            if (message.headers or {}).get(PROBE_HEADER) is not None:
+                await acker.ack_now(message)
+                return
+            assert self._handler is not None
+            await self._handler(message.body)
         except PoisonMessage as e:
             log.warning("poison command %s dead-lettered: %s", message.message_id, e)
             await acker.reject(message, requeue=False)
@@ -83,6 +146,55 @@ class CommandConsumer:
             await acker.reject(message, requeue=True)
         else:
             acker.ack(message)
+        finally:
+            self._inflight[partition] -= 1
+
+    async def _probe_loop(self) -> None:
+        while True:
+            for partition in range(self._topology.partitions):
+                if partition not in self.served and self._link.connected:
+                    try:
+                        await self._publisher.probe(partition, self.name)
+                    except Exception as error:  # the connection is away: the next round tries again
+                        log.debug("probe of partition %d not sent: %r", partition, error)
+            await asyncio.sleep(self.PROBE_EVERY)
+
+    async def _balance_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.BALANCE_EVERY)
+            try:
+                await self._balance()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the connection is away: the next round looks again
+                log.debug("partition balance skipped: %r", error)
+
+    async def _balance(self) -> None:
+        """Hand one idle partition on when this consumer serves more than its share."""
+        connection = self._link.connection
+        if connection is None or not self._link.connected or self.served.taking_over:
+            return
+        partitions = self._topology.partitions
+        consumers = max(count for _, count in await self._topology.depth(connection, partitions))
+        share = -(-partitions // max(consumers, 1))
+        if len(self.served) <= share:
+            return
+        idle = [p for p in sorted(self.served, reverse=True) if not self._inflight.get(p)]
+        if idle:
+            await self.hand_on(idle[0])
+
+    async def hand_on(self, partition: int) -> None:
+        """Stop serving ``partition``: its channel closes (anything delivered and not begun goes back to
+        the queue, to the next consumer in line) and this consumer subscribes again, last in line."""
+        sub = self._subscriptions.pop(partition)
+        sub.closed = True  # no await before this: a delivery arriving now is left to the close
+        self.served.lose({partition})
+        self._consumers.drop(sub.channel, sub.cancel, sub.acker)
+        await close_channel(sub.channel)
+        self.handed_on += 1
+        ops.PARTITIONS_HANDED_ON.inc()
+        log.info("command partition %d handed on to even the load", partition)
+        await self._subscribe(partition)
 
     def _cut_off(self, error: BaseException) -> bool:
         """A handler failed because the broker connection went away under it (an expected event,
@@ -91,6 +203,71 @@ class CommandConsumer:
             return False
         log.debug("a command in flight was cut off by the connection's loss: %r", error)
         return True
+
+
+class Served:
+    """The partitions a consumer serves, as far as it knows, and the takeover each delivery of a
+    partition waits for; ``watch`` (the engine) is told of each gain and loss."""
+
+    def __init__(self) -> None:
+        self.watch: PartitionWatch | None = None
+        self._served: set[int] = set()
+        self._gates: dict[int, asyncio.Future] = {}  # partition -> its takeover, while in progress
+
+    def __contains__(self, partition: int) -> bool:
+        return partition in self._served
+
+    def __iter__(self):
+        return iter(self._served)
+
+    def __len__(self) -> int:
+        return len(self._served)
+
+    @property
+    def taking_over(self) -> bool:
+        return bool(self._gates)
+
+    def gate(self, partition: int) -> Awaitable[None] | None:
+        """What a delivery of ``partition`` waits for before it is handled: the takeover in progress, or
+        (the partition's first delivery here) the one it starts; None once the partition is served."""
+        gate = self._gates.get(partition)
+        if gate is not None:
+            return asyncio.shield(gate)
+        if partition in self._served:
+            return None
+        self._served.add(partition)
+        work = self.watch.serving(partition) if self.watch is not None else None
+        if work is None:
+            return None
+        gate = asyncio.ensure_future(work)
+        self._gates[partition] = gate
+
+        def done(finished: asyncio.Future) -> None:
+            if self._gates.get(partition) is finished:
+                del self._gates[partition]
+            if not finished.cancelled() and finished.exception() is not None:
+                self._served.discard(partition)  # its deliveries go back; the next one tries again
+
+        gate.add_done_callback(done)
+        return asyncio.shield(gate)
+
+    def lose(self, partitions: set[int]) -> None:
+        partitions = partitions & self._served
+        if not partitions:
+            return
+        self._served -= partitions
+        if self.watch is not None:
+            self.watch.lost(partitions)
+
+
+class _Subscription:
+    __slots__ = ("channel", "acker", "cancel", "closed")
+
+    def __init__(self, channel, acker: Acker) -> None:
+        self.channel = channel
+        self.acker = acker
+        self.cancel: Any = None
+        self.closed = False
 
 
 class Delivery:

@@ -50,6 +50,12 @@ class Consumers:
         """A consumer is registered on ``queue``; ``cancel`` ends its deliveries."""
         self._cancels.append((queue, cancel))
 
+    def drop(self, channel: AbstractRobustChannel, cancel: Callable[[], Awaitable[Any]], acker: Acker) -> None:
+        """Forget a consumer whose channel was closed on purpose (a command partition handed on)."""
+        self._channels = [c for c in self._channels if c is not channel]
+        self._cancels = [(q, c) for q, c in self._cancels if c is not cancel]
+        self._ackers = [a for a in self._ackers if a is not acker]
+
     async def stop(self, *, connected: bool) -> None:
         """No new deliveries, then the handlers in flight finish (and ack) for a while and are then
         cancelled: a message left unacked goes back to its queue when its channel closes. While the

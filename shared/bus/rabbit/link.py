@@ -34,6 +34,8 @@ class BrokerLink:
         self.connection: AbstractRobustConnection | None = None
         self.lost = False
         self._closing = False
+        #: called (with no argument) when the connection is lost, not when we close it
+        self.on_lost: list = []
 
     async def open(self) -> AbstractRobustConnection:
         self._closing = False
@@ -64,6 +66,9 @@ class BrokerLink:
             await connection.close()
 
     def _on_connection_lost(self, _sender=None, error: BaseException | None = None, *_args) -> None:
+        if not self._closing:
+            for listener in self.on_lost:
+                listener()
         if not self.lost and not self._closing:
             self.lost = True
             why = f" ({' '.join(str(error).split())[:200]})" if error else ""

@@ -21,6 +21,9 @@ from ..base import Unroutable, routing_key
 from .link import BrokerLink, close_channel
 from .topology import COMMAND_ROUTING_KEY, Topology
 
+#: The header of a partition probe (its value: the consumer that sent it).
+PROBE_HEADER = "x-avalon-probe"
+
 
 class Publisher:
     """Publishes on a channel of its own with confirms. ``user``: who this connection is to the broker;
@@ -50,12 +53,21 @@ class Publisher:
             await close_channel(channel)
 
     async def send_command(self, envelope: CommandEnvelope) -> None:
-        await self._publish(self._topology.commands_exchange_name, COMMAND_ROUTING_KEY,
+        await self._publish(self._topology.commands_exchange_name, self._topology.key_of(envelope.game_id),
                             envelope.model_dump_json().encode(), envelope.message_id, self.user)
 
     async def send_raw_command(self, body: bytes) -> None:
-        await self._publish(self._topology.commands_exchange_name, COMMAND_ROUTING_KEY, body,
-                            message_id_of(body), self.user)
+        """Raw bytes go to the partition of the game they name, if they name one (partition 0 if not)."""
+        game_id = _field(body, "game_id")
+        key = self._topology.key_of(game_id) if game_id else COMMAND_ROUTING_KEY
+        await self._publish(self._topology.commands_exchange_name, key, body, message_id_of(body), self.user)
+
+    async def probe(self, partition: int, consumer: str) -> None:
+        """A probe to one command partition: whichever consumer serves it learns so (its first delivery
+        may be long in coming). No expiry: an expired message would be dead-lettered; one is only sent
+        while the sender consumes the partition too, so some consumer always takes it."""
+        await self._publish(self._topology.commands_exchange_name, self._topology.command_key(partition), b"",
+                            None, self.user, headers={PROBE_HEADER: consumer})
 
     async def publish_event(self, envelope: EventEnvelope, channel: str) -> None:
         key = routing_key(channel, envelope.audience.kind.value, envelope.game_id)
@@ -112,7 +124,7 @@ class Publisher:
         await self._publish(self._topology.events_exchange_name, key, body, message_id)
 
     async def _publish(self, exchange: str, key: str, body: bytes, message_id: str | None,
-                       user_id: str | None = None) -> None:
+                       user_id: str | None = None, *, headers: dict | None = None) -> None:
         self._link.require()
         assert self._channel is not None
         # while the robust connection reconnects, wait for it (and this channel's restored topology)
@@ -126,7 +138,7 @@ class Publisher:
         # straight to aiormq: aio-pika's Message (and its validation) was 7% of the engine's CPU
         channel = await self._channel.get_underlay_channel()
         properties = aiormq.spec.Basic.Properties(delivery_mode=2, content_type="application/json",
-                                                  message_id=message_id, user_id=user_id)
+                                                  message_id=message_id, user_id=user_id, headers=headers)
         try:
             result = await channel.basic_publish(body, exchange=exchange, routing_key=key, properties=properties,
                                                  mandatory=True, timeout=self.timeout)
@@ -141,9 +153,14 @@ class Publisher:
 def message_id_of(body: bytes) -> str | None:
     """The envelope's message_id when the raw body is one (and fits AMQP's 255 bytes); None for anything
     else, garbage nested deeper than the parser goes included."""
+    value = _field(body, "message_id")
+    return value if value and len(value.encode("utf-8", "replace")) <= 255 else None
+
+
+def _field(body: bytes, name: str) -> str | None:
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
-    value = data.get("message_id") if isinstance(data, dict) else None
-    return value if isinstance(value, str) and len(value.encode("utf-8", "replace")) <= 255 else None
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
