@@ -98,7 +98,8 @@ async def start_bus(settings: Settings, embedded: bool):
     from avalon.shared.bus.rabbit import RabbitBus
 
     try:
-        bus = RabbitBus(settings.amqp_url, prefix=settings.bus_prefix, delivery_limit=settings.delivery_limit)
+        bus = RabbitBus(settings.amqp_url, prefix=settings.bus_prefix, delivery_limit=settings.delivery_limit,
+                        partitions=settings.engine_partitions)
     except ValueError as error:
         raise StartupError(f"bad bus setting: {error}") from None
     where = _safe_url(settings.amqp_url)

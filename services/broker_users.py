@@ -260,7 +260,7 @@ def admin_from(amqp_url: str, management_url: str | None = None) -> Admin:
 
 
 async def create(amqp_url: str, prefix: str, delivery_limit: int, passwords: Mapping[str, str],
-                 management_url: str | None = None) -> list[Grant]:
+                 management_url: str | None = None, partitions: int = 1) -> list[Grant]:
     """Every user of ``passwords`` through the management API (waiting for it), then the engine's
     exchanges and queues (waiting for the broker). A refusal is a StartupError."""
     admin = admin_from(amqp_url, management_url)
@@ -281,17 +281,17 @@ async def create(amqp_url: str, prefix: str, delivery_limit: int, passwords: Map
     done = await retry(f"RabbitMQ's management API at {admin.management_url} unreachable (is the "
                        "rabbitmq_management plugin on? without it: avalon broker-users --print)",
                        lambda: asyncio.to_thread(users), log=log, transient=(OSError,))
-    await declare_topology(amqp_url, prefix, delivery_limit)
+    await declare_topology(amqp_url, prefix, delivery_limit, partitions)
     return done
 
 
-async def declare_topology(amqp_url: str, prefix: str, delivery_limit: int) -> None:
+async def declare_topology(amqp_url: str, prefix: str, delivery_limit: int, partitions: int = 1) -> None:
     """The engine's exchanges and queues, as the admin: a gateway's user may then start first."""
     import aiormq.exceptions
 
     from avalon.shared.bus.rabbit import RabbitBus
 
-    bus = RabbitBus(amqp_url, prefix=prefix, delivery_limit=delivery_limit)
+    bus = RabbitBus(amqp_url, prefix=prefix, delivery_limit=delivery_limit, partitions=partitions)
 
     async def declare() -> None:
         try:
@@ -331,7 +331,8 @@ def run(args: argparse.Namespace) -> int:
         log.warning("no broker user for the %s: %s is empty", "engine" if role == "engine" else f"{role} gateway",
                     password_variable(role))
     done = asyncio.run(create(settings.amqp_url, settings.bus_prefix, settings.delivery_limit,
-                              {r: p for r, p in passwords.items() if p}, extra.rabbitmq_management_url))
+                              {r: p for r, p in passwords.items() if p}, extra.rabbitmq_management_url,
+                              settings.engine_partitions))
     for grant in done:
         print(f"{grant.user} in vhost {vhost}: configure {grant.configure} write {grant.write} read {grant.read}"
               + (f"; binds on {grant.topic_exchange} {grant.topic_read}" if grant.topic_exchange else ""))

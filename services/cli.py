@@ -94,7 +94,7 @@ def _stats_rebuild(args) -> int:
 def build_parser():
     import argparse
 
-    from avalon.services import broker_users, demo
+    from avalon.services import broker_users, demo, partitions_cli
     from avalon.services.channels import CHANNELS
     from avalon.services.engine import simulate_cli
     from avalon.services.settings_check import help_for
@@ -111,6 +111,7 @@ def build_parser():
                        ).set_defaults(run=_serve(channel.name, channels=[channel.name]))
     sub.add_parser("migrate", help="bring the database schema up to date, then exit").set_defaults(run=_migrate)
     broker_users.add_parser(sub)
+    partitions_cli.add_parser(sub)
     simulate_cli.add_parser(sub)
     demo.add_parser(sub)
     p = sub.add_parser("schema", help="print the JSON Schema of every message on the bus")

@@ -17,7 +17,7 @@ from avalon.shared.runtime import BadSetting
 SECRET = ("PASSWORD", "TOKEN", "SECRET")
 DATABASE = ("database_url",)
 SERVICE = ("log_level", "ops_listen")
-BUS = ("amqp_url", "bus_prefix", "delivery_limit")
+BUS = ("amqp_url", "bus_prefix", "delivery_limit", "engine_partitions")
 #: The database URLs the narrator can use (its drivers are asyncio ones).
 DRIVERS = ("sqlite+aiosqlite", "postgresql+asyncpg")
 
@@ -40,7 +40,7 @@ def reads(command: str) -> tuple[str, ...]:
         return DATABASE + ("log_level",)
     if command in ("export", "stats"):
         return DATABASE
-    if command == "broker-users":
+    if command in ("broker-users", "partitions"):
         return BUS + ("log_level",)
     return ()
 

@@ -17,6 +17,9 @@ class Settings(BaseSettings):
     amqp_url: str = Field("amqp://guest:guest@127.0.0.1:5672/", description="RabbitMQ (the services on a broker)")
     bus_prefix: str = Field("avalon", description="prefix of every exchange and queue")
     delivery_limit: int = Field(5, description="deliveries of a failing command before it is dead-lettered")
+    engine_partitions: int = Field(1, description=(
+        "command partitions on the broker, shared by the engines running (at most 256; every service and "
+        "`avalon broker-users` must agree; change it with `avalon partitions N`)"))
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     ops_listen: str = Field("127.0.0.1:9100", description="where /healthz, /readyz and /metrics are served; off: none")
     telegram_bot_token: str | None = Field(None, description="the bot's token from @BotFather")
@@ -106,6 +109,13 @@ class Settings(BaseSettings):
     def _not_negative(cls, value):
         if value < 0:
             raise ValueError("must be 0 (off) or more")
+        return value
+
+    @field_validator("engine_partitions")
+    @classmethod
+    def _partitions(cls, value: int) -> int:
+        if not 1 <= value <= 256:
+            raise ValueError("must be between 1 and 256")
         return value
 
     @field_validator("delivery_limit", "smtp_connections")

@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[2]
 class EngineProcess:
     """``avalon engine`` as a host runs it, in its own process."""
 
-    def __init__(self, db_url: str, amqp_url: str, prefix: str, log: Path) -> None:
+    def __init__(self, db_url: str, amqp_url: str, prefix: str, log: Path, **env: str) -> None:
         self.env = {**os.environ, "DATABASE_URL": db_url, "AMQP_URL": amqp_url, "BUS_PREFIX": prefix,
-                    "LOG_LEVEL": "INFO"}
+                    "LOG_LEVEL": "INFO", **env}
         self.log = log
         self.proc: subprocess.Popen | None = None
 

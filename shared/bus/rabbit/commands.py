@@ -36,7 +36,7 @@ class CommandConsumer:
     next ones wait for its takeover work. Every ``BALANCE_EVERY`` seconds a consumer that serves more
     than its share (the partitions over the consumers registered on them) hands an idle one on: it
     closes that partition's channel, with nothing of it in flight, and subscribes again at the back
-    of the line."""
+    of the line. The consumers it shares with are the senders of the probes it received lately."""
 
     PROBE_EVERY = 0.5
     BALANCE_EVERY = 2.0
@@ -130,7 +130,9 @@ class CommandConsumer:
             gate = self.served.gate(partition)
             if gate is not None:
                 await gate
-            if (message.headers or {}).get(PROBE_HEADER) is not None:
+            sender = (message.headers or {}).get(PROBE_HEADER)
+            if sender is not None:
+                self.served.heard(sender)
                 await acker.ack_now(message)
                 return
             assert self._handler is not None
@@ -167,16 +169,16 @@ class CommandConsumer:
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # the connection is away: the next round looks again
-                log.debug("partition balance skipped: %r", error)
+                log.debug("partition balance skipped: %r", error, exc_info=True)
 
     async def _balance(self) -> None:
         """Hand one idle partition on when this consumer serves more than its share."""
-        connection = self._link.connection
-        if connection is None or not self._link.connected or self.served.taking_over:
+        if not self._link.connected or self.served.taking_over:
             return
+        # the other consumers: each probes the partitions it does not serve, so whoever serves one hears
+        # from all of them (RabbitMQ counts only the active consumer of a single-active-consumer queue)
         partitions = self._topology.partitions
-        consumers = max(count for _, count in await self._topology.depth(connection, partitions))
-        share = -(-partitions // max(consumers, 1))
+        share = -(-partitions // (1 + self.served.peers(within=4 * self.PROBE_EVERY)))
         if len(self.served) <= share:
             return
         idle = [p for p in sorted(self.served, reverse=True) if not self._inflight.get(p)]
@@ -207,10 +209,12 @@ class CommandConsumer:
 
 class Served:
     """The partitions a consumer serves, as far as it knows, and the takeover each delivery of a
-    partition waits for; ``watch`` (the engine) is told of each gain and loss."""
+    partition waits for; ``watch`` (the engine) is told of each gain and loss. And the other consumers
+    it shares them with: the senders of the probes it received lately."""
 
     def __init__(self) -> None:
         self.watch: PartitionWatch | None = None
+        self._peers: dict[object, float] = {}  # the other consumers whose probes came lately -> when
         self._served: set[int] = set()
         self._gates: dict[int, asyncio.Future] = {}  # partition -> its takeover, while in progress
 
@@ -222,6 +226,15 @@ class Served:
 
     def __len__(self) -> int:
         return len(self._served)
+
+    def heard(self, peer: object) -> None:
+        self._peers[peer] = asyncio.get_running_loop().time()
+
+    def peers(self, *, within: float) -> int:
+        """How many other consumers probed this one in the last ``within`` seconds."""
+        now = asyncio.get_running_loop().time()
+        self._peers = {peer: seen for peer, seen in self._peers.items() if now - seen < within}
+        return len(self._peers)
 
     @property
     def taking_over(self) -> bool:
