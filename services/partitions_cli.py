@@ -21,12 +21,11 @@ log = logging.getLogger(__name__)
 async def change(amqp_url: str, prefix: str, delivery_limit: int, count: int) -> str:
     """Make the broker hold ``count`` command partitions; what was done, in one line. Raises
     StartupError when a command queue is in use or holds commands."""
-    import aio_pika
-
+    from avalon.shared.bus.rabbit.link import connect_any
     from avalon.shared.bus.rabbit.topology import Topology
 
     topology = Topology(prefix, delivery_limit, count)
-    connection = await aio_pika.connect_robust(amqp_url)
+    connection = await connect_any(amqp_url, robust=True)
     async with connection:
         if not await topology.exists(connection):
             channel = await connection.channel()

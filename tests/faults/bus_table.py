@@ -178,7 +178,7 @@ class BusTable:
 
     def _check_game(self, game: Game, log: list[EventEnvelope], tally: Tally, problems: list[str],
                     outages: list[tuple[float, float]]) -> None:
-        phase_id, moves, causes = -1, Counter(), defaultdict(list)
+        phase_id, moves, causes, fired = -1, Counter(), defaultdict(list), Counter()
         deadlines: dict[int, datetime] = {}
         for envelope in log:
             e = envelope.event
@@ -197,6 +197,7 @@ class BusTable:
                     problems.append(f"{game.id} seq {envelope.seq} ({e.type}) never delivered")
             if e.type == "deadline_missed":
                 tally.deadlines += 1
+                fired[e.phase_id] += 1
                 due = deadlines[e.phase_id].timestamp()
                 at = envelope.occurred_at.timestamp()
                 late_ok = max([due] + [end for start, end in outages if start <= due + 5]) + 15
@@ -206,6 +207,7 @@ class BusTable:
                                     f"timed out at {envelope.occurred_at}")
         doubled = [key for key, n in moves.items() if n > 1]
         doubled += [cause for cause, seqs in causes.items() if max(seqs) - min(seqs) + 1 != len(seqs)]
+        doubled += [f"deadline of phase {p} fired {n} times" for p, n in fired.items() if n > 1]
         tally.moves_doubled += len(doubled)
         if doubled:
             problems.append(f"{game.id} doubled: {doubled[:5]}")

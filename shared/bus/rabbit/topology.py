@@ -200,7 +200,9 @@ class Topology:
         """Delete every queue and exchange under this prefix, the event queues of ``subscriptions``
         included (tests), over a connection of its own."""
         exchanges = [self.commands_exchange_name, self.events_exchange_name, self.dlx_name]
-        connection = await aio_pika.connect(url)
+        from .link import connect_any
+
+        connection = await connect_any(url)
         async with connection:
             partitions = self.partitions
             if await self._passive(connection, queues=[self.commands_queue_name]):
