@@ -230,6 +230,10 @@ class App:
         await engine.start()
         stack.push_async_callback(engine.stop)
         readiness.set_ready("engine")
+        keeper = engine.partitions
+        readiness.detail("partitions", lambda: {"served": sorted(keeper.held), "of": keeper.partitions,
+                                                "takeovers": keeper.takeovers})
+        stack.callback(readiness.detail, "partitions", None)
         log.info("engine ready: database %s", _safe_url(url))
 
     async def _start_channel(self, stack, name: str, bus) -> None:

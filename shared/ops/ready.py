@@ -34,6 +34,7 @@ class Readiness:
     def __init__(self, *, export: bool = False) -> None:
         self._components: dict[str, _Component] = {}
         self._export = export
+        self._details: dict[str, Callable[[], object]] = {}
 
     def _gauge(self, name: str, ready: bool) -> None:
         if self._export:
@@ -66,6 +67,24 @@ class Readiness:
     def clear(self) -> None:
         for name in list(self._components):
             self.unregister(name)
+        self._details.clear()
+
+    def detail(self, name: str, describe: Callable[[], object] | None) -> None:
+        """What ``/readyz`` also says of a part of the process (JSON-able), whether ready or not, e.g. the
+        command partitions an engine serves; None: no longer."""
+        if describe is None:
+            self._details.pop(name, None)
+        else:
+            self._details[name] = describe
+
+    def details(self) -> dict[str, object]:
+        out = {}
+        for name, describe in self._details.items():
+            try:
+                out[name] = describe()
+            except Exception as error:  # noqa: BLE001 - said instead
+                out[name] = f"{type(error).__name__}: {error}"[:200]
+        return out
 
     @property
     def names(self) -> list[str]:

@@ -74,6 +74,9 @@ def make_app(ready: Readiness | None = None, registry: CollectorRegistry = REGIS
         body = {"ready": not pending, "components": status}
         if pending:
             body["not_ready"] = pending
+        details = ready.details()
+        if details:
+            body["details"] = details
         return web.Response(status=503 if pending else 200, text=json.dumps(body) + "\n",
                             content_type="application/json")
 

@@ -6,6 +6,7 @@ and only theirs), and every game plays to the end with each command applied once
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import socket
 import time
@@ -46,6 +47,9 @@ class Engine(EngineProcess):
         text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5).read().decode()
         found = re.search(rf"^{name} (\S+)$", text, re.M)
         return float(found.group(1)) if found else 0.0
+
+    def ready(self) -> dict:
+        return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=5).read())
 
     def served(self) -> set[int]:
         """The partitions this engine serves, as its log tells (taken over, handed on or lost)."""
@@ -99,6 +103,9 @@ async def test_three_engines_share_the_partitions_and_take_over_a_killed_ones_co
     await _until(lambda: sorted(len(e.served()) for e in engines) == [2, 2, 2]
                  and set().union(*(e.served() for e in engines)) == set(range(PARTITIONS)), "two partitions each")
     assert [e.metric("avalon_engine_partitions") for e in engines] == [2.0, 2.0, 2.0]
+    said = [e.ready()["details"]["partitions"] for e in engines]  # /readyz says which, per engine
+    assert sorted(p for d in said for p in d["served"]) == list(range(PARTITIONS))
+    assert all(d["of"] == PARTITIONS and d["takeovers"] >= 2 for d in said)
 
     games = [f"shared{i}" for i in range(GAMES)]
     assert {partition_of(g, PARTITIONS) for g in games} == set(range(PARTITIONS))
