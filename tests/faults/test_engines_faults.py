@@ -11,6 +11,7 @@ takes its share back when it returns."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 import uuid
@@ -126,3 +127,60 @@ async def test_three_engines_sigkilled_at_random_mid_game(engines):
     tally = await engines.finish("three engines, SIGKILL at random")
     engines.assert_clean(tally)
     assert sum(e.kills for e in engines.engines) == 8
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from tests.rabbit_cluster import RabbitCluster, missing_reason
+
+    why = missing_reason()
+    if why is not None:
+        if os.environ.get("AVALON_REQUIRE_CLUSTER") == "1":
+            pytest.fail(f"a RabbitMQ cluster is required here (AVALON_REQUIRE_CLUSTER=1) but {why}", pytrace=False)
+        pytest.skip(f"a three-node RabbitMQ cluster cannot run here: {why}")
+    nodes = RabbitCluster(tmp_path_factory.mktemp("cluster"), first_port=5741, name="avalonfc")
+    nodes.start()  # ~20-40 s: once for the module
+    try:
+        yield nodes
+    finally:
+        nodes.stop()
+
+
+@pytest.fixture
+async def clustered(cluster, tmp_path):
+    db_url, name = await create_pg_database()
+    world = Engines(",".join(cluster.urls()), tmp_path, db_url)
+    try:
+        yield world
+    finally:
+        await world.close()
+        await drop_pg_database(name)
+
+
+async def test_three_engines_on_a_three_node_cluster_with_a_node_stopped_then_crashed(cluster, clustered):
+    """Every service is given the three nodes. One node is stopped as an operator would (and started
+    again), later another is SIGKILLed (and started again), and two engines are SIGKILLed between:
+    the quorum queues stay available on the two nodes left, every connection moves to a node that
+    runs, and every game ends with nothing lost or doubled and every deadline fired once."""
+    world = clustered
+    await world.start()
+    rng = random.Random(41)
+
+    async def node_outage(i: int, kill: bool, seconds: float) -> None:
+        world.faults += 1
+        start = time.time()
+        await asyncio.to_thread(cluster.stop_node, i, kill=kill)
+        await asyncio.sleep(seconds)
+        await asyncio.to_thread(cluster.start_node, i)
+        world.outages.append((start, time.time()))
+
+    await asyncio.sleep(2)
+    await node_outage(0, False, 4)  # the node every service connected to first
+    await world.kill_one(rng, 0.5)
+    await asyncio.sleep(max(0.0, world.started + VOTE_SECONDS - 6 - time.monotonic()))
+    await node_outage(1, True, 3)  # a crash while the sleepers' votes come due
+    await world.kill_one(rng, 1.0)
+    tally = await world.finish("three engines on a 3-node cluster, node stop/crash + engine SIGKILL")
+    world.assert_clean(tally)
+    for engine in world.engines:  # each engine moved to another node, and said so once per loss
+        assert "RabbitMQ connection lost" in engine.text()
