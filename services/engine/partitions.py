@@ -29,8 +29,7 @@ import logging
 from collections.abc import Iterable
 
 from avalon.shared import ops
-from avalon.shared.bus.base import COMMAND_PARTITION
-from avalon.shared.bus.rabbit.topology import partition_of
+from avalon.shared.bus.base import COMMAND_PARTITION, partition_of
 
 from .cache import GameCache
 from .deadlines import Deadlines

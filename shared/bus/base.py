@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zlib
 from contextvars import ContextVar
 from typing import Awaitable, Callable, Iterable, Protocol
 
@@ -19,6 +20,11 @@ COMMAND_SENDER: ContextVar[str | None] = ContextVar("COMMAND_SENDER", default=No
 #: no earlier run of the subscriber can have handled it); True when it may have been (and on buses that
 #: cannot tell).
 EVENT_REDELIVERED: ContextVar[bool] = ContextVar("EVENT_REDELIVERED", default=True)
+
+
+def partition_of(game_id: str, partitions: int) -> int:
+    """The command partition a game's commands go to: the same in every process, whatever the machine."""
+    return zlib.crc32(game_id.encode("utf-8")) % partitions if partitions > 1 else 0
 
 
 #: While a command handler runs: the command partition it came from (0 on a bus with one).

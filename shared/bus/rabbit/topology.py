@@ -34,12 +34,13 @@ connection closed count too.
 
 from __future__ import annotations
 
-import zlib
 from typing import Any, Iterable
 
 import aio_pika
 import aiormq
 from aio_pika.abc import AbstractQueue, AbstractRobustChannel, AbstractRobustConnection
+
+from ..base import partition_of
 
 COMMAND_ROUTING_KEY = "command"
 #: the most command partitions a broker may hold (discovery asks for each in turn)
@@ -53,11 +54,6 @@ class TopologyMissing(ConnectionError):
 
 class PartitionMismatch(RuntimeError):
     """The broker holds another number of command partitions than this engine is configured for."""
-
-
-def partition_of(game_id: str, partitions: int) -> int:
-    """The command partition a game's commands go to: the same in every process, whatever the machine."""
-    return zlib.crc32(game_id.encode("utf-8")) % partitions if partitions > 1 else 0
 
 
 class Topology:
