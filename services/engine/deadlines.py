@@ -67,9 +67,11 @@ class DeadlineScheduler:
 
     def arm(self, game_id: str, phase_id: int, deadline_at: datetime, timeout_seconds: int, *,
             again: bool = True) -> int:
-        """Plan the phase's reminders and timeout; ``again`` False: not if this phase is planned already
-        (its reminders sent stay sent). Returns 1 if planned, 0 if not."""
-        if not again and self._plans.get(game_id, (None,))[0] == phase_id:
+        """Plan the phase's reminders and timeout; ``again`` False (a reading of the database, which a
+        commit may have overtaken since): not if this phase or a later one is planned already (its
+        reminders sent stay sent). Returns 1 if planned, 0 if not."""
+        planned = self._plans.get(game_id)
+        if not again and planned is not None and planned[0] >= phase_id:
             return 0
         now = datetime.now(timezone.utc)
         steps = [_Step(deadline_at - timedelta(seconds=before), f"remind:{label}", before)

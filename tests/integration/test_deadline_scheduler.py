@@ -93,3 +93,23 @@ async def test_a_deadline_cut_off_by_the_engine_stopping_logs_no_error(caplog):
         scheduler.shutdown()
     assert not [r for r in caplog.records if r.levelname == "ERROR"], [r.getMessage() for r in caplog.records]
     assert any("was not sent" in r.getMessage() and "g1" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_reading_of_the_database_never_replaces_a_later_phase_nor_replans_the_same_one():
+    """A takeover reads the open deadlines while the engine may already have moved a game on: an older
+    phase read there does not replace the plan of the newer one, nor does the same phase start over
+    (its reminders sent stay sent)."""
+    bus = Recorder()
+    scheduler = DeadlineScheduler(bus)
+    scheduler.start()
+    try:
+        soon = datetime.now(timezone.utc) + timedelta(seconds=0.5)
+        later = datetime.now(timezone.utc) + timedelta(seconds=600)
+        assert scheduler.arm("g1", 5, soon, 30) == 1  # the engine committed phase 5
+        assert scheduler.arm("g1", 4, later, 30, again=False) == 0  # a reading from before that commit
+        assert scheduler.arm("g1", 5, later, 30, again=False) == 0  # the same phase read again
+        assert scheduler.arm("g1", 6, soon, 30, again=False) == 1  # a later phase read: it is armed
+        await _until(lambda: len(bus.sent) == 1)
+        assert bus.sent == [("timeout:g1:6", "phase_timed_out", None)]
+    finally:
+        scheduler.shutdown()
