@@ -80,7 +80,7 @@ class CommandConsumer:
         connection = self._link.require()
         channel = await self._consumers.open_channel(connection, self._prefetch)
         if declare:
-            await self._topology.declare(channel)  # the commands' consumer (the engine) owns it all
+            await self._topology.declare(channel, connection)  # the commands' consumer (the engine) owns it all
         acker = self._consumers.acker()
         queue = self._topology.command_queue(partition)
         sub = _Subscription(channel, acker)
@@ -97,7 +97,8 @@ class CommandConsumer:
                 acker.abandon(message)
                 return
             self._inflight[partition] = self._inflight.get(partition, 0) + 1
-            acker.watch(message, self._consumers.spawn(self._handle(message, acker, partition)))
+            ticket = self.served.ticket(partition)
+            acker.watch(message, self._consumers.spawn(self._handle(message, acker, partition, ticket)))
 
         async def consume() -> None:
             underlay = await channel.get_underlay_channel()
@@ -123,16 +124,15 @@ class CommandConsumer:
         self._consumers.consuming(queue, cancel)
         self._subscriptions[partition] = sub
 
-    async def _handle(self, message: "Delivery", acker: Acker, partition: int) -> None:
+    async def _handle(self, message: "Delivery", acker: Acker, partition: int, ticket: int) -> None:
         COMMAND_SENDER.set(message.user_id)  # this task's context: the handler reads who sent it
         COMMAND_PARTITION.set(partition)
         try:
-            gate = self.served.gate(partition)
-            if gate is not None:
-                await gate
+            await self.served.turn(partition, ticket)
             sender = (message.headers or {}).get(PROBE_HEADER)
             if sender is not None:
-                self.served.heard(sender)
+                if sender != self.name:  # its own, sent before it served this partition
+                    self.served.heard(sender)
                 await acker.ack_now(message)
                 return
             assert self._handler is not None
@@ -217,6 +217,9 @@ class Served:
         self._peers: dict[object, float] = {}  # the other consumers whose probes came lately -> when
         self._served: set[int] = set()
         self._gates: dict[int, asyncio.Future] = {}  # partition -> its takeover, while in progress
+        self._issued: dict[int, int] = {}  # partition -> tickets given out
+        self._next: dict[int, int] = {}  # partition -> the ticket whose turn it is
+        self._waiting: dict[tuple[int, int], asyncio.Future] = {}  # (partition, ticket) -> its wake-up
 
     def __contains__(self, partition: int) -> bool:
         return partition in self._served
@@ -239,6 +242,30 @@ class Served:
     @property
     def taking_over(self) -> bool:
         return bool(self._gates)
+
+    def ticket(self, partition: int) -> int:
+        """A delivery's place in its partition's order, taken as it arrives."""
+        issued = self._issued.get(partition, 0)
+        self._issued[partition] = issued + 1
+        return issued
+
+    async def turn(self, partition: int, ticket: int) -> None:
+        """Returns once this delivery may be handled: the partition's takeover done, and every delivery
+        before it on its way (a takeover's waiters resume a few loop turns after it ends: a delivery
+        arriving meanwhile must not pass them). Without a takeover nor anyone waiting, at once."""
+        try:
+            gate = self.gate(partition)
+            if gate is not None:
+                await gate
+            if self._next.get(partition, 0) != ticket:
+                waiting = self._waiting[(partition, ticket)] = asyncio.get_running_loop().create_future()
+                await waiting
+        finally:
+            self._waiting.pop((partition, ticket), None)
+            self._next[partition] = ticket + 1
+            following = self._waiting.get((partition, ticket + 1))
+            if following is not None and not following.done():
+                following.set_result(None)
 
     def gate(self, partition: int) -> Awaitable[None] | None:
         """What a delivery of ``partition`` waits for before it is handled: the takeover in progress, or
