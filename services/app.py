@@ -136,7 +136,9 @@ def quiet(*loggers: str):
 
 
 def _safe_url(url: str) -> str:
-    """A URL without its password, for logs."""
+    """A URL without its password, for logs (a cluster's nodes each without theirs)."""
+    if "," in url:
+        return ",".join(_safe_url(one.strip()) for one in url.split(",") if one.strip())
     scheme, sep, rest = url.partition("://")
     if "@" in rest:
         rest = rest.rsplit("@", 1)[1]

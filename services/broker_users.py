@@ -250,8 +250,11 @@ class Admin:
 
 
 def admin_from(amqp_url: str, management_url: str | None = None) -> Admin:
-    """The admin's login and vhost from an AMQP URL (as aio-pika reads it), and the management API's URL."""
-    parts = urlsplit(amqp_url)
+    """The admin's login and vhost from an AMQP URL (as aio-pika reads it; of a cluster's nodes, the
+    first), and the management API's URL."""
+    from avalon.shared.bus.rabbit.link import broker_urls
+
+    parts = urlsplit(broker_urls(amqp_url)[0])
     host = parts.hostname or "127.0.0.1"
     host = f"[{host}]" if ":" in host else host
     vhost = unquote(parts.path[1:]) if len(parts.path) > 1 else "/"

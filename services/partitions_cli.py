@@ -29,7 +29,7 @@ async def change(amqp_url: str, prefix: str, delivery_limit: int, count: int) ->
     async with connection:
         if not await topology.exists(connection):
             channel = await connection.channel()
-            await topology.declare(channel)
+            await topology.declare(channel, connection)
             return f"{prefix}.*: declared with {count} command partition(s)"
         found = await topology.discover(connection)
         if found == count:

@@ -91,7 +91,8 @@ class BrokerLink:
     async def _first_node(self, extra: dict) -> AbstractRobustConnection:
         """The first node of the cluster that answers (each in turn); then it reconnects node by node."""
         for index, url in enumerate(self.urls):
-            factory = functools.partial(ClusterConnection, urls=self.urls, first=index + 1)
+            # the first attempt is the connection's own too: it goes to urls[first]
+            factory = functools.partial(ClusterConnection, urls=self.urls, first=index)
             try:
                 return await aio_pika.connect_robust(url, connection_class=factory, **extra)
             except CONNECTION_ERRORS + (OSError,):

@@ -15,8 +15,9 @@ Every name starts with ``prefix``, so tests can use their own and delete it all 
 - ``<prefix>.events``: a durable topic exchange; every subscription is a
   durable quorum queue ``<prefix>.events.<name>`` with the same delivery limit
   and dead-letter exchange.
-- ``<prefix>.dlx``: a fanout exchange, and ``<prefix>.dead``: the durable queue
-  behind it, which ``dead_letters()`` drains.
+- ``<prefix>.dlx``: a fanout exchange, and ``<prefix>.dead``: the durable quorum queue
+  behind it, which ``dead_letters()`` drains (a classic queue on a broker set up by an earlier
+  version: kept).
 
 Who declares what: the engine (the commands' consumer) declares all of the above again in
 ``consume_commands``; ``start`` declares it only when some of it is missing and otherwise just names
@@ -105,7 +106,7 @@ class Topology:
         if await self.exists(connection):
             self.partitions = await self.discover(connection)
             return await channel.get_queue(self.dead_queue_name, ensure=False)
-        return await self.declare(channel)
+        return await self.declare(channel, connection)
 
     async def discover(self, connection: AbstractRobustConnection) -> int:
         """How many command partitions the broker holds (asked passively: partition 1, 2... until one is
@@ -165,12 +166,12 @@ class Topology:
                 await channel.close()
         return True
 
-    async def declare(self, channel: AbstractRobustChannel) -> AbstractQueue:
+    async def declare(self, channel: AbstractRobustChannel, connection: AbstractRobustConnection) -> AbstractQueue:
         """Declares (and binds) everything the engine owns: the dead letters, the commands exchange and
         queue, the events exchange. Returns the dead-letter queue."""
-        dlx = await channel.declare_exchange(self.dlx_name, aio_pika.ExchangeType.FANOUT, durable=True)
-        dead = await channel.declare_queue(self.dead_queue_name, durable=True)
-        await dead.bind(dlx, routing_key="")
+        await self._declare_dead_letters(connection)
+        await channel.declare_exchange(self.dlx_name, aio_pika.ExchangeType.FANOUT, durable=True)
+        dead = await channel.get_queue(self.dead_queue_name, ensure=False)
         commands_exchange = await channel.declare_exchange(
             self.commands_exchange_name, aio_pika.ExchangeType.DIRECT, durable=True,
         )
@@ -178,6 +179,23 @@ class Topology:
             await self.declare_partition(channel, partition, commands_exchange)
         await channel.declare_exchange(self.events_exchange_name, aio_pika.ExchangeType.TOPIC, durable=True)
         return dead
+
+    async def _declare_dead_letters(self, connection: AbstractRobustConnection) -> None:
+        """The dead-letter queue, on a channel of its own, so that a reconnection never declares it again
+        (a robust channel declares again what was declared on it). A new one is a quorum queue,
+        replicated on every node of a cluster; one declared by an earlier version (a classic queue,
+        which lives on one node) is kept as it is: while its node is down only dead-lettering waits."""
+        if await self._passive(connection, queues=[self.dead_queue_name]):
+            return
+        assert connection.transport is not None
+        channel = await connection.transport.connection.channel()
+        try:
+            await channel.exchange_declare(self.dlx_name, exchange_type="fanout", durable=True)
+            await channel.queue_declare(self.dead_queue_name, durable=True, arguments={"x-queue-type": "quorum"})
+            await channel.queue_bind(self.dead_queue_name, self.dlx_name, routing_key="")
+        finally:
+            if not channel.is_closed:
+                await channel.close()
 
     async def declare_partition(self, channel: AbstractRobustChannel, partition: int, exchange=None) -> None:
         exchange = exchange or self.commands_exchange_name
