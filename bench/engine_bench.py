@@ -46,7 +46,7 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from avalon.shared.bus.rabbit import COMMAND_ROUTING_KEY, RabbitBus  # noqa: E402
+from avalon.shared.bus.rabbit import RabbitBus  # noqa: E402
 from avalon.shared.protocol import CommandEnvelope  # noqa: E402
 from avalon.shared.runtime import settle_gc  # noqa: E402
 
@@ -70,8 +70,13 @@ def tenths(trace: list[tuple[float, float]]) -> list[float]:
 def cpu_seconds(pattern: str) -> dict[int, float]:
     """User + system CPU time so far of each process whose command line matches."""
     found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+    return cpu_of(map(int, found))
+
+
+def cpu_of(pids) -> dict[int, float]:
+    """User + system CPU time so far of each of these processes (those still there)."""
     times = {}
-    for pid in map(int, found):
+    for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
@@ -179,7 +184,8 @@ class Players:
     A lean client, as a load generator should be: aiormq directly (no aio-pika message objects, no
     task per delivery), envelopes written and read as plain JSON (one is checked against the
     protocol's models at the start), events acknowledged in bulk like the bus does. It still
-    publishes every command persistent, mandatory and confirmed, on the protocol's exchange and key,
+    publishes every command persistent, mandatory and confirmed, on the protocol's exchange with its
+    game's partition's key (the bus's count of partitions: set, or read off the broker on start),
     and consumes the events from a quorum queue of its own bound to ``test.#``, as a gateway would.
     Its CPU per command is the price of the players, not of the engine, and it shares these cores."""
 
@@ -249,7 +255,8 @@ class Players:
         assert self._publish is not None
         started = time.perf_counter()
         confirm = await self._publish.basic_publish(
-            raw, exchange=self.bus.topology.commands_exchange_name, routing_key=COMMAND_ROUTING_KEY, mandatory=True,
+            raw, exchange=self.bus.topology.commands_exchange_name, routing_key=self.bus.topology.key_of(game),
+            mandatory=True,
             properties=aiormq.spec.Basic.Properties(delivery_mode=2, content_type="application/json",
                                                     message_id=message_id))
         if not isinstance(confirm, aiormq.spec.Basic.Ack):
@@ -334,6 +341,27 @@ async def play_games(bus: RabbitBus, players: Players, games: int, tag: str) -> 
     return time.perf_counter() - start
 
 
+async def open_games(players: Players, count: int, tag: str = "o", streams: int = 1) -> float:
+    """``count`` open games (lobbies: a creator and four who joined), sent by ``streams`` senders side by
+    side; returns the seconds until the engine(s) answered every game's last join."""
+    start = time.perf_counter()
+    last: set[str] = set()
+
+    async def stream(first: int) -> None:
+        for i in range(first, count, streams):
+            game = f"{tag}{i}"
+            seats = [f"test:{game}p{j}" for j in range(5)]
+            await players.send(game, seats[0], {"type": "create_game", "options": {}}, timed=False)
+            for p in seats[1:]:  # the last join timed: in sent_at before it goes, until its event comes
+                message_id = await players.send(game, p, {"type": "join"}, timed=p == seats[-1])
+            last.add(message_id)
+    await asyncio.gather(*(stream(first) for first in range(streams)))
+    while last:
+        last = {message_id for message_id in last if message_id in players.sent_at}
+        await asyncio.sleep(0.1)
+    return time.perf_counter() - start
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--games", type=int, default=1000)
@@ -406,18 +434,8 @@ async def main() -> None:
         players.rate = None
 
         rss_before = rss_mb(engine.pid)
-        start = time.perf_counter()
-        last = None
-        for i in range(args.open_games):
-            game = f"o{i}"
-            seats = [f"test:{game}p{j}" for j in range(5)]
-            await players.send(game, seats[0], {"type": "create_game", "options": {}}, timed=False)
-            for p in seats[1:]:
-                last = await players.send(game, p, {"type": "join"}, timed=False)
-                players.sent_at[last] = time.perf_counter()
-        while last in players.sent_at:
-            await asyncio.sleep(0.1)
-        print(f"open: {args.open_games} open games held in {time.perf_counter() - start:.0f} s; engine RSS "
+        took = await open_games(players, args.open_games)
+        print(f"open: {args.open_games} open games held in {took:.0f} s; engine RSS "
               f"{rss_before:.0f} MB before, {rss_mb(engine.pid):.0f} MB after")
         print("targets: >= 1000 commands/s; p99 < 50 ms at 500 commands/s; 10,000 open games < 500 MB RSS")
     finally:
