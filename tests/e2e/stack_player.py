@@ -7,7 +7,14 @@ Modes (each prints one JSON line for tests/e2e/test_compose_stack.py):
 - ``play GAME``: five players (``test:1``..``test:5``, channel ``test``) open, join, start and
   play a whole game through the stack's engine, answering every ``choices_offered``; every event
   is rendered for its readers in each of the six languages. Prints the events seen, the messages
-  rendered per language and the winner.
+  rendered per language and the winner. An event seen twice (a seq already seen: an engine that took
+  the game over publishes again what the one before it may have published) is counted in
+  ``duplicates`` and not handled again; every new event's ``prev_seq["test"]`` must be the seq of the
+  one before it, else it is counted in ``gaps`` (a lost event).
+  ``play GAME Q1 Q2 ...``: the same, holding the game after the Q-th ``quest_resolved``: it prints
+  ``PAUSED Q`` and answers nothing more until the file ``/tmp/go-Q`` exists in its container (the
+  test stops an engine meanwhile: ``docker exec CONTAINER touch /tmp/go-Q``). Each command sent is
+  told on a line of its own (``SENT propose_team``), once the broker has it.
 - ``queue PREFIX N``: declares the subscription ``PREFIX`` and sends N ``create_game`` commands
   (games ``PREFIX-1``..), for an engine that is not running.
 - ``collect PREFIX N``: waits for the ``lobby_opened`` of those N games on that subscription.
@@ -37,9 +44,10 @@ def bus() -> RabbitBus:
 async def send(b: RabbitBus, game: str, actor: str, body: dict, phase_id: int | None = None) -> None:
     await b.send_command(CommandEnvelope(game_id=game, actor=actor, channel="test", phase_id=phase_id,
                                          command=body))
+    print(f"SENT {body['type']}", flush=True)  # on the broker: the test may stop an engine now
 
 
-async def play(game: str) -> dict:
+async def play(game: str, pauses: tuple[int, ...] = ()) -> dict:
     b = bus()
     await b.start()
     narrator, rng = Narrator(), random.Random(7)
@@ -47,12 +55,33 @@ async def play(game: str) -> dict:
     seen: list[str] = []
     over: asyncio.Future = asyncio.get_running_loop().create_future()
     answered: set[tuple[str, int]] = set()
+    seqs: set[int] = set()
+    last = 0  # the seq of the last event of the game's stream seen on this channel
+    duplicates: list[int] = []
+    gaps: list[list[int]] = []
+    quests = 0
 
     async def on_event(envelope) -> None:
+        nonlocal last, quests
         if envelope.game_id != game:
             return
         e = envelope.event
+        if envelope.seq:  # 0: a reply outside the game's stream
+            if envelope.seq in seqs:
+                duplicates.append(envelope.seq)
+                return
+            seqs.add(envelope.seq)
+            if envelope.prev_seq.get("test", last) != last:
+                gaps.append([last, envelope.prev_seq["test"], envelope.seq])
+            last = envelope.seq
         seen.append(e.type)
+        if e.type == "quest_resolved":
+            quests += 1
+            if quests in pauses:
+                print(f"PAUSED {quests}", flush=True)
+                go = f"/tmp/go-{quests}"
+                while not os.path.exists(go):
+                    await asyncio.sleep(0.02)
         readers = [None] if envelope.audience.kind.value == "public" else list(envelope.audience.players)
         for locale in LOCALES:  # an event counts once every one of its readers has a text
             texts = [narrator.render(envelope, Recipient(reader, (locale,)), "email", Context(NAMES)).text
@@ -71,7 +100,9 @@ async def play(game: str) -> dict:
     await send(b, game, PLAYERS[0], {"type": "start_game"})
     winner = await asyncio.wait_for(over, TIMEOUT)
     await b.close()
-    return {"events": len(seen), "kinds": sorted(set(seen)), "rendered": rendered, "winner": getattr(winner, "value", str(winner))}
+    return {"events": len(seen), "kinds": sorted(set(seen)), "rendered": rendered,
+            "winner": getattr(winner, "value", str(winner)), "quests": quests, "last_seq": last,
+            "duplicates": duplicates, "gaps": gaps}
 
 
 async def act(b: RabbitBus, game: str, offer, rng: random.Random) -> None:
@@ -132,7 +163,7 @@ async def collect(prefix: str, n: int) -> dict:
 def main(argv: list[str]) -> None:
     mode, *rest = argv
     if mode == "play":
-        result = asyncio.run(play(rest[0]))
+        result = asyncio.run(play(rest[0], tuple(int(q) for q in rest[1:])))
     elif mode == "queue":
         result = asyncio.run(queue(rest[0], int(rest[1])))
     else:
