@@ -57,6 +57,11 @@ class PartitionKeeper:
         self._later: set[asyncio.Task] = set()
         self._commands: dict[int, object] = {}  # partition -> its avalon_engine_partition_commands child
 
+    @property
+    def settled(self) -> bool:
+        """Every partition served here, and no takeover still reading."""
+        return len(self.held) == self.partitions and self._round is None
+
     def of(self, game_id: str) -> int:
         return partition_of(game_id, self.partitions)
 

@@ -105,8 +105,7 @@ class EngineService:
         moments: its probes reach it), so that start returns with their deadlines armed."""
         loop = asyncio.get_running_loop()
         until = loop.time() + wait
-        while loop.time() < until and (len(self.partitions.held) < self.partitions.partitions
-                                       or self.partitions._round is not None):
+        while loop.time() < until and not self.partitions.settled:
             await asyncio.sleep(0.02)
         await self._first_recovery()
 

@@ -15,7 +15,6 @@ Docker as test_compose_stack.py needs it: a missing Docker skips the test, unles
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import subprocess
@@ -25,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from avalon.shared.bus.rabbit import partition_of
-from tests.e2e.test_compose_stack import ENGINES, PARTITIONS, ROOT, Playing, Stack, _docker_problem
+from tests.e2e.test_compose_stack import ENGINES, PARTITIONS, ROOT, Playing, Stack, require_docker
 
 BUILT = ("broker-users", "migrate", "engine")  # the services built from the Dockerfile (no gateway here)
 NODES = ("rabbitmq", "rabbitmq2", "rabbitmq3")  # the services, and hostnames, of the three nodes
@@ -36,11 +35,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    problem = _docker_problem()
-    if problem:
-        if os.environ.get("AVALON_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"Docker is required here (AVALON_REQUIRE_DOCKER=1) but {problem}")
-        pytest.skip(f"the compose cluster is not run: {problem} (see ../shared/compose or install Docker)")
+    require_docker("the compose cluster")
     scratch = tmp_path_factory.mktemp("cluster")
     env = scratch / "env"
     admin = secrets.token_hex(12)

@@ -58,13 +58,18 @@ def _docker_problem() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def require_docker(what: str) -> None:
+    """Skip, saying why, when Docker cannot run here; fail instead where it must (AVALON_REQUIRE_DOCKER=1)."""
     problem = _docker_problem()
     if problem:
         if os.environ.get("AVALON_REQUIRE_DOCKER") == "1":
             pytest.fail(f"Docker is required here (AVALON_REQUIRE_DOCKER=1) but {problem}")
-        pytest.skip(f"the compose stack is not run: {problem} (see ../shared/compose or install Docker)")
+        pytest.skip(f"{what} is not run: {problem} (see ../shared/compose or install Docker)")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    require_docker("the compose stack")
     scratch = tmp_path_factory.mktemp("stack")
     env = scratch / "env"
     admin = secrets.token_hex(12)
