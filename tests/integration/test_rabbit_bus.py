@@ -276,6 +276,26 @@ async def test_a_second_consumer_waits_while_the_first_is_active_then_takes_over
     assert by_second == ["b0", "b1", "b2"]
 
 
+async def test_a_partition_left_without_its_consumer_after_a_reconnect_is_subscribed_again(make_rabbit_bus):
+    # what a cluster node stopping can leave: the restored consume refused (the queue's leader moving)
+    # while the new connection stays up; here the consumer is cancelled on its channel instead
+    bus = await make_rabbit_bus()
+    seen: list[str] = []
+
+    async def handler(body: bytes) -> None:
+        seen.append(CommandEnvelope.model_validate_json(body).command.text)
+
+    await bus.consume_commands(handler)
+    await bus.send_command(command("before"))
+    await eventually(lambda: seen == ["before"], "served")
+    sub = bus.commands._subscriptions[0]
+    underlay = await sub.channel.get_underlay_channel()
+    await underlay.basic_cancel(next(iter(underlay.consumers)))
+    await bus.send_command(command("after"))
+    await eventually(lambda: seen == ["before", "after"], "served again by a new subscription", timeout=15)
+    assert bus.commands.revived == 1
+
+
 async def test_at_most_prefetch_commands_are_handled_at_once_and_they_start_in_arrival_order(rabbit_bus):
     release = asyncio.Event()
     running = 0
@@ -449,6 +469,88 @@ async def test_after_the_connection_drops_mid_handler_the_bus_reconnects_gets_th
     assert sorted(handled) == ["after", "in flight", "in flight"]
     assert await bus.dead_letters() == []
     await bus.close()
+
+
+async def test_events_whose_handlers_finish_after_the_connection_dropped_do_not_hold_back_the_acks_after_it(
+    proxy, make_rabbit_bus, caplog,
+):
+    """A subscription's handlers still running when the connection drops (a gateway waiting on its
+    database, the players of the compose cluster test waiting to publish) finish on a channel that is
+    gone: the broker has requeued their events, and nothing is left to settle. They must not stand in
+    the way of the acknowledgements of what the new channel delivered, else the broker, at the
+    prefetch limit, delivers nothing more and the subscription stalls for good."""
+    bus = await make_rabbit_bus(via=proxy.url_through(reconnect_interval=0.1), game_prefetch=4)
+    held: set[int] = set()
+    let_go = asyncio.Event()
+    handled: list[int] = []
+
+    async def handler(envelope: EventEnvelope) -> None:
+        if envelope.seq <= 4 and envelope.seq not in held:
+            held.add(envelope.seq)
+            await let_go.wait()  # still running when its channel dies
+        handled.append(envelope.seq)
+
+    await bus.subscribe_events("held", "test.#", handler, by_game=True)  # each game's events side by side
+    for seq in range(1, 5):
+        await bus.publish_event(event(f"g{seq}", seq=seq), "test")
+    await eventually(lambda: held == {1, 2, 3, 4}, "the first four events in hand")
+    with caplog.at_level("INFO", logger="avalon.shared.bus.rabbit"):
+        proxy.cut()
+        await asyncio.sleep(1)  # reconnected: the four are delivered again, each waiting for its game's first try
+        let_go.set()  # the first attempts finish, on the channel that is gone
+        await eventually(lambda: sorted(handled) == [1, 1, 2, 2, 3, 3, 4, 4], "the four handled twice")
+        for seq in range(5, 21):  # four times the prefetch
+            await bus.publish_event(event(f"g{seq}", seq=seq), "test")
+        await eventually(lambda: sorted(set(handled)) == list(range(1, 21)), "every later event handled")
+    records = [r for r in caplog.records if r.name.startswith("avalon.shared.bus") or r.exc_info]
+    assert not [r for r in records if r.levelname == "ERROR" or r.exc_info], [r.getMessage() for r in records]
+    await bus.close()
+
+
+@pytest.fixture
+async def stalling_proxy(amqp_url):
+    """The fault suite's proxy to the broker: it can also hold everything both ways (``stall()``)."""
+    from tests.faults.world import TcpProxy
+
+    parts = urlsplit(amqp_url)
+    proxy = await TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5672).start()
+    auth = parts.netloc.rpartition("@")[0]
+    proxy.url = urlunsplit(parts._replace(netloc=(auth + "@" if auth else "") + f"127.0.0.1:{proxy.port}",
+                                          query="reconnect_interval=0.1"))
+    yield proxy
+    await proxy.close()
+
+
+async def test_a_command_in_flight_when_the_connection_drops_is_sent_again_once_it_is_back(
+    stalling_proxy, make_rabbit_bus, caplog,
+):
+    """A gateway sends a player's vote as its connection stalls and then drops (a RabbitMQ node going
+    away): ``send_command`` returns once the command is on the broker after the reconnection, instead
+    of raising and leaving the gateway to drop the press; the engine gets it once."""
+    proxy = stalling_proxy
+    sender = await make_rabbit_bus(via=proxy.url, publish_timeout=10)
+    engine = await make_rabbit_bus()
+    got: list[str] = []
+
+    async def handler(body: bytes) -> None:
+        got.append(CommandEnvelope.model_validate_json(body).message_id)
+
+    await engine.consume_commands(handler)
+    await sender.send_command(command("before"))
+    await eventually(lambda: len(got) == 1, "the first command handled")
+    vote = command("the vote")
+    with caplog.at_level("INFO", logger="avalon.shared.bus.rabbit"):
+        proxy.stall()  # the publish leaves, and neither it nor the broker's confirm gets through
+        sending = asyncio.ensure_future(sender.send_command(vote))
+        await asyncio.sleep(0.5)
+        assert not sending.done()
+        proxy.restore()  # the stalled connection is cut: the publish in flight fails with it
+        await asyncio.wait_for(sending, TIMEOUT)  # no error: sent again once the connection was back
+    await eventually(lambda: got[1:] == [vote.message_id], "the vote handled")
+    await quiet(0.5)
+    assert got[1:] == [vote.message_id]
+    said = [r.getMessage() for r in caplog.records if r.name == "avalon.shared.bus.rabbit"]
+    assert any("connection lost" in m for m in said) and any("sent again" in m for m in said), said
 
 
 async def test_a_batch_of_events_arrives_in_order_as_single_envelopes(make_bus):

@@ -58,7 +58,8 @@ class Acker:
         if id(message) in self._settled:
             return
         self._settled[id(message)] = "abandoned"
-        self._single.add(message.channel)
+        if (channel := open_channel_of(message)) is not None:
+            self._single.add(channel)
 
     async def flush(self) -> None:
         async with self._lock:
@@ -72,14 +73,27 @@ class Acker:
             message = self._order.popleft()
             if self._settled.pop(id(message)) != "ack":
                 continue
-            if message.channel in self._single:
+            channel = open_channel_of(message)
+            if channel is None:  # it went with its channel: the broker has put it back in the queue
+                continue
+            if channel in self._single:
                 singles.append(message)
             else:
-                newest[message.channel] = message
+                newest[channel] = message
         for message in newest.values():
             await settle(message, message.ack(multiple=True))
         for message in singles:
             await settle(message, message.ack())
+
+
+def open_channel_of(message: AbstractIncomingMessage) -> Any:
+    """The channel a message was delivered on, or None once that channel is closed (a connection lost
+    since): nothing of it can be settled any more. aio-pika's ``message.channel`` raises then."""
+    try:
+        channel = message.channel
+    except ChannelInvalidStateError:
+        return None
+    return None if channel.is_closed else channel
 
 
 async def settle(message: AbstractIncomingMessage, action: Any) -> None:

@@ -40,6 +40,7 @@ class CommandConsumer:
 
     PROBE_EVERY = 0.5
     BALANCE_EVERY = 2.0
+    REVIVE_AFTER = 3  # probe rounds in a row a partition's subscription was found without its consumer
 
     def __init__(self, link: BrokerLink, topology: Topology, consumers: Consumers, publisher) -> None:
         self._link = link
@@ -48,7 +49,7 @@ class CommandConsumer:
         self._publisher = publisher
         self.name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.served = Served()  # the partitions this consumer serves, as far as it knows
-        self.handed_on = 0  # partitions handed to another consumer to even the load
+        self.revived = 0  # partitions subscribed again after a reconnect left them without a consumer
         self._subscriptions: dict[int, _Subscription] = {}
         self._inflight: dict[int, int] = {}  # partition -> deliveries being handled
         self._handler: CommandHandler | None = None
@@ -111,14 +112,27 @@ class CommandConsumer:
                 await underlay.basic_cancel(tags[0])
 
         async def consume_again(*_: Any) -> None:  # aio-pika gathers reopen callbacks' errors silently
+            if sub.closed:
+                return
             self.served.lose({partition})  # back in the line: another consumer may serve it now
             try:
                 await consume()
+            except (aiormq.exceptions.AMQPConnectionError, aiormq.exceptions.ChannelInvalidStateError,
+                    ConnectionError) as error:  # the new connection dropped too (or, a queue's leader moving,
+                # the broker refused the consume): the next connection consumes, or the watch (``_revive``)
+                log.warning("could not consume %s again: the connection dropped again (%s)", queue, error)
+                raise
             except Exception:
                 log.exception("could not consume %s again after reconnecting", queue)
                 raise
 
-        sub.cancel = cancel
+        async def alive() -> bool:
+            if channel.is_closed:
+                return False
+            underlay = await asyncio.wait_for(channel.get_underlay_channel(), 1)
+            return not underlay.is_closed and bool(tags) and tags[0] in underlay.consumers
+
+        sub.cancel, sub.alive = cancel, alive
         await consume()
         channel.reopen_callbacks.add(consume_again)
         self._consumers.consuming(queue, cancel)
@@ -153,6 +167,12 @@ class CommandConsumer:
 
     async def _probe_loop(self) -> None:
         while True:
+            try:
+                await self._revive()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the connection is away again: the next round looks again
+                log.debug("command subscriptions not checked: %r", error)
             for partition in range(self._topology.partitions):
                 if partition not in self.served and self._link.connected:
                     try:
@@ -160,6 +180,28 @@ class CommandConsumer:
                     except Exception as error:  # the connection is away: the next round tries again
                         log.debug("probe of partition %d not sent: %r", partition, error)
             await asyncio.sleep(self.PROBE_EVERY)
+
+    async def _revive(self) -> None:
+        """Subscribe again to a partition left without this consumer's subscription after a reconnect:
+        on a cluster, a node stopping can refuse the restored consume (its queue's leader moving) while
+        the connection itself stays up, and nothing would restore it. A few checks in a row first:
+        a restore may be under way."""
+        if not self._link.connected:
+            return
+        for partition in range(self._topology.partitions):
+            if partition not in self._subscriptions:  # its subscribing again failed (the connection dropped)
+                await self._subscribe(partition)
+        for partition, sub in list(self._subscriptions.items()):
+            try:
+                alive = sub.closed or await sub.alive()
+            except Exception:  # noqa: BLE001 - the connection is away again: the next round looks again
+                alive = True
+            sub.dead = 0 if alive else sub.dead + 1
+            if sub.dead >= self.REVIVE_AFTER and self._subscriptions.get(partition) is sub:
+                log.warning("command partition %d had no consumer here after the reconnect: subscribing again",
+                            partition)
+                self.revived += 1
+                await self._resubscribe(partition)
 
     async def _balance_loop(self) -> None:
         while True:
@@ -188,14 +230,16 @@ class CommandConsumer:
     async def hand_on(self, partition: int) -> None:
         """Stop serving ``partition``: its channel closes (anything delivered and not begun goes back to
         the queue, to the next consumer in line) and this consumer subscribes again, last in line."""
+        ops.PARTITIONS_HANDED_ON.inc()
+        log.info("command partition %d handed on to even the load", partition)
+        await self._resubscribe(partition)
+
+    async def _resubscribe(self, partition: int) -> None:
         sub = self._subscriptions.pop(partition)
         sub.closed = True  # no await before this: a delivery arriving now is left to the close
         self.served.lose({partition})
         self._consumers.drop(sub.channel, sub.cancel, sub.acker)
         await close_channel(sub.channel)
-        self.handed_on += 1
-        ops.PARTITIONS_HANDED_ON.inc()
-        log.info("command partition %d handed on to even the load", partition)
         await self._subscribe(partition)
 
     def _cut_off(self, error: BaseException) -> bool:
@@ -301,13 +345,15 @@ class Served:
 
 
 class _Subscription:
-    __slots__ = ("channel", "acker", "cancel", "closed")
+    __slots__ = ("channel", "acker", "cancel", "alive", "closed", "dead")
 
     def __init__(self, channel, acker: Acker) -> None:
         self.channel = channel
         self.acker = acker
         self.cancel: Any = None
+        self.alive: Any = None  # whether its consumer is registered on the channel now
         self.closed = False
+        self.dead = 0  # checks in a row that found it without its consumer
 
 
 class Delivery:

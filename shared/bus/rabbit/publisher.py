@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import aiormq
 from aio_pika.abc import AbstractRobustChannel, AbstractRobustConnection
@@ -21,8 +22,13 @@ from ..base import Unroutable, routing_key
 from .link import BrokerLink, close_channel
 from .topology import COMMAND_ROUTING_KEY, Topology
 
+log = logging.getLogger(__package__)  # the bus speaks under one name, "avalon.shared.bus.rabbit", whichever piece
+
 #: The header of a partition probe (its value: the consumer that sent it).
 PROBE_HEADER = "x-avalon-probe"
+#: seconds between a command's publish cut off by the connection and the next try (which first waits
+#: for the connection to be back)
+RESEND_PAUSE = 0.1
 
 
 class Publisher:
@@ -53,14 +59,32 @@ class Publisher:
             await close_channel(channel)
 
     async def send_command(self, envelope: CommandEnvelope) -> None:
-        await self._publish(self._topology.commands_exchange_name, self._topology.key_of(envelope.game_id),
-                            envelope.model_dump_json().encode(), envelope.message_id, self.user)
+        await self._command(self._topology.key_of(envelope.game_id), envelope.model_dump_json().encode(),
+                            envelope.message_id)
 
     async def send_raw_command(self, body: bytes) -> None:
         """Raw bytes go to the partition of the game they name, if they name one (partition 0 if not)."""
         game_id = _field(body, "game_id")
         key = self._topology.key_of(game_id) if game_id else COMMAND_ROUTING_KEY
-        await self._publish(self._topology.commands_exchange_name, key, body, message_id_of(body), self.user)
+        await self._command(key, body, message_id_of(body))
+
+    async def _command(self, key: str, body: bytes, message_id: str | None) -> None:
+        """A command whose publish was in flight when the connection dropped (a RabbitMQ node stopping,
+        the network cut) is published again once the connection is back, for ``timeout`` at most: it
+        keeps its message id, and the engine applies a command id once, so a copy the broker had taken
+        already changes nothing. Without it a player's press was lost with the connection (the Telegram
+        gateway logs the update that failed and goes on)."""
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        while True:
+            try:
+                await self._publish(self._topology.commands_exchange_name, key, body, message_id, self.user)
+                return
+            except (ConnectionError, ChannelInvalidStateError) as error:  # not a refusal (ChannelClosed)
+                if self._link.connection is None or asyncio.get_running_loop().time() >= deadline:
+                    raise  # the bus is closing, or the broker has stayed away too long
+                log.info("command %s cut off with the connection (%r): sent again once it is back", message_id,
+                         error)
+                await asyncio.sleep(RESEND_PAUSE)
 
     async def probe(self, partition: int, consumer: str) -> None:
         """A probe to one command partition: whichever consumer serves it learns so (its first delivery
