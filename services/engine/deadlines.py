@@ -19,7 +19,7 @@ from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.date import DateTrigger
 
-from avalon.shared.bus import Bus
+from avalon.shared.bus import Bus, Unroutable
 from avalon.shared.protocol import CommandEnvelope, RemindPhase
 from avalon.shared.game.commands import SCHEDULER
 
@@ -141,8 +141,12 @@ class DeadlineScheduler:
     async def _send(self, envelope: CommandEnvelope) -> None:
         try:
             await self.bus.send_command(envelope)
-        except Exception:  # the bus is down: retry shortly, a deadline must not be lost
-            log.exception("could not send %s; retrying in 5 s", envelope.message_id)
+        except Exception as error:  # the bus is down: retry shortly, a deadline must not be lost
+            # the broker refusing it (a cluster's queue without its leader for a moment) or away: expected
+            # faults, one line each; anything else with its traceback
+            expected = isinstance(error, (Unroutable, ConnectionError, TimeoutError))
+            log.log(logging.WARNING if expected else logging.ERROR, "could not send %s (%s: %s); retrying in 5 s",
+                    envelope.message_id, type(error).__name__, error, exc_info=not expected)
             retry_at = datetime.now(timezone.utc) + timedelta(seconds=5)
             self.scheduler.add_job(self._send, "date", run_date=retry_at, args=(envelope,),
                                    misfire_grace_time=None)

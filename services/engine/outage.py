@@ -15,18 +15,30 @@ class DatabaseDown(Exception):
 
 class DatabaseWatch:
     """Whether the database answers: one line when it stops (not one per command or retry), one when
-    it is back, with how long it was away."""
+    it is back, with how long it was away. A failure within ``settle`` seconds of the answer that
+    ended an outage is that outage's tail (a pooled connection opened before it, used at once): told
+    only if it lasts past ``settle`` seconds itself, when the next retry meets it again."""
 
-    def __init__(self) -> None:
-        self._lost_at: float | None = None  # since when (monotonic) the database has not answered
+    def __init__(self, *, settle: float = 1.0, clock=time.monotonic) -> None:
+        self.settle = settle
+        self._clock = clock
+        self._lost_at: float | None = None  # since when the database has not answered
+        self._back_at: float | None = None  # when it answered after the last outage
+        self._tail = False  # the outage going on now began within `settle` of that answer
+        self._told = False  # the outage going on now was told
 
     def lost(self, error: BaseException | None) -> None:
+        now = self._clock()
         if self._lost_at is None:
-            self._lost_at = time.monotonic()
+            self._lost_at, self._told = now, False
+            self._tail = self._back_at is not None and now - self._back_at < self.settle
+        if not self._told and (not self._tail or now - self._lost_at >= self.settle):
+            self._told = True
             why = " ".join(str(error).split())[:200] if error is not None else ""
             log.warning("database unreachable (%s: %s): commands wait until it answers", type(error).__name__, why)
 
     def answered(self) -> None:
         if self._lost_at is not None:
-            log.info("database back after %.1f s", time.monotonic() - self._lost_at)
-            self._lost_at = None
+            if self._told:
+                log.info("database back after %.1f s", self._clock() - self._lost_at)
+            self._back_at, self._lost_at = self._clock(), None

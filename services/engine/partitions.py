@@ -54,13 +54,14 @@ class PartitionKeeper:
         self.takeovers = 0
         self._waiting: set[int] = set()  # taken over, not yet read
         self._round: asyncio.Task | None = None
+        self._reading = 0  # takeover rounds still reading the database
         self._later: set[asyncio.Task] = set()
         self._commands: dict[int, object] = {}  # partition -> its avalon_engine_partition_commands child
 
     @property
     def settled(self) -> bool:
         """Every partition served here, and no takeover still reading."""
-        return len(self.held) == self.partitions and self._round is None
+        return len(self.held) == self.partitions and self._round is None and not self._reading
 
     def of(self, game_id: str) -> int:
         return partition_of(game_id, self.partitions)
@@ -113,6 +114,13 @@ class PartitionKeeper:
         partitions, self._waiting, self._round = self._waiting, set(), None
         if not partitions:
             return
+        self._reading += 1
+        try:
+            await self._read(partitions)
+        finally:
+            self._reading -= 1
+
+    async def _read(self, partitions: set[int]) -> None:
         pending = {g for g in await self.store.unpublished_games() if self.of(g) in partitions}
         if pending:
             self.publisher.hold(pending)

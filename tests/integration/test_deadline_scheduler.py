@@ -113,3 +113,32 @@ async def test_a_reading_of_the_database_never_replaces_a_later_phase_nor_replan
         assert bus.sent == [("timeout:g1:6", "phase_timed_out", None)]
     finally:
         scheduler.shutdown()
+
+
+async def test_a_timeout_the_broker_refuses_is_one_warning_and_sent_again(caplog, monkeypatch):
+    from avalon.services.engine import deadlines as module
+    from avalon.shared.bus import Unroutable
+
+    class Refusing(Recorder):
+        refusals = 1
+
+        async def send_command(self, envelope) -> None:
+            if self.refusals:
+                self.refusals -= 1
+                raise Unroutable("the broker refused the message: Basic.Nack")  # a cluster's queue leaderless
+            await super().send_command(envelope)
+
+    real = module.timedelta
+    monkeypatch.setattr(module, "timedelta", lambda seconds=0, **kw: real(seconds=min(seconds, 0.2), **kw))
+    bus = Refusing()
+    scheduler = DeadlineScheduler(bus)
+    scheduler.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="avalon.services.engine.deadlines"):
+            scheduler.arm("g9", 4, datetime.now(timezone.utc), 30)
+            await _until(lambda: bus.sent)
+        assert bus.sent == [("timeout:g9:4", "phase_timed_out", None)], "sent again once refused"
+        [line] = [r for r in caplog.records if r.name == "avalon.services.engine.deadlines"]
+        assert line.levelno == logging.WARNING and not line.exc_info and "Unroutable" in line.getMessage()
+    finally:
+        scheduler.shutdown()

@@ -37,11 +37,13 @@ class EngineProcess:
         self.proc: subprocess.Popen | None = None
 
     async def start(self) -> None:
+        """Returns once this start's ready line is logged (the log is appended to across restarts)."""
+        readies = self.log.read_text().count("engine ready") + 1 if self.log.exists() else 1
         self.handle = open(self.log, "a")
         self.proc = subprocess.Popen([sys.executable, "-m", "avalon.services.cli", "engine"], cwd=ROOT, env=self.env,
                                      stdout=self.handle, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
-        while "engine ready" not in self.log.read_text():
+        while self.log.read_text().count("engine ready") < readies:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError("engine did not start:\n" + self.log.read_text()[-3000:])
             await asyncio.sleep(0.05)
@@ -210,3 +212,16 @@ async def test_a_deadline_that_fell_while_the_engine_was_down_fires_after_the_re
     log = await store.event_log("late")
     assert [e.event.phase_id for e in log if e.event.type == "deadline_missed"] == [phase_id]
     assert (await store.load("late")).state.phase_id > phase_id
+
+
+async def test_a_restarted_engine_says_it_is_ready_only_once_its_open_deadlines_are_armed(stack):
+    engine, client, store, seen = stack
+    for envelope in lobby_commands("armed", 5):
+        await client.send_command(envelope)
+    await wait_processed(store, envelope.message_id)
+    engine.kill()
+    before = len(engine.log.read_text())
+    await engine.start()
+    second = engine.log.read_text()[before:]  # the restart's lines
+    served, ready = second.find("served here: 1 deadline(s) armed"), second.find("engine ready")
+    assert -1 < served < ready, second[-2000:]

@@ -52,3 +52,50 @@ async def test_a_database_away_while_marking_fails_no_command_and_the_marks_wait
     store.away = False
     assert await publisher.flush_published()
     assert store.marked == list(range(1, MARK_EVERY + 1))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_outage_is_told_once_and_its_tail_right_after_the_answer_is_not_told_again(caplog):
+    """The fault suite's outage of 6 s: the database answers again, and within the next 0.2 s a pooled
+    connection opened before the outage fails once (the engine's log said "unreachable" three times
+    for two outages). One line each way per outage; a failure that begins just after an answer is told
+    only if it lasts; a later outage is told at once."""
+    clock, error = Clock(), ConnectionRefusedError("refused")
+    watch = DatabaseWatch(settle=1.0, clock=clock)
+
+    def told() -> list[str]:
+        return [r.getMessage().split(" (")[0] for r in caplog.records if r.name == "avalon.services.engine.outage"]
+
+    with caplog.at_level("INFO", logger="avalon.services.engine.outage"):
+        watch.lost(error)
+        clock.now += 3
+        watch.lost(error)  # retries: no more lines
+        clock.now += 3
+        watch.answered()
+        assert told() == ["database unreachable", "database back after 6.0 s"]
+        clock.now += 0.1
+        watch.lost(error)  # the outage's tail: a stale connection
+        clock.now += 0.2
+        watch.answered()
+        assert len(told()) == 2, told()
+        clock.now += 0.3
+        watch.lost(error)  # again just after an answer, and this time it lasts: told once it has for `settle`
+        clock.now += 0.5
+        watch.lost(error)
+        assert len(told()) == 2, told()
+        clock.now += 0.6
+        watch.lost(error)
+        assert told()[2:] == ["database unreachable"]
+        clock.now += 1
+        watch.answered()
+        assert told()[3:] == ["database back after 2.1 s"]
+        clock.now += 30
+        watch.lost(error)  # a new outage, long after: told at once
+        assert told()[4:] == ["database unreachable"]
