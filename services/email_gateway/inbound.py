@@ -248,12 +248,10 @@ class Inbound(TableMail):
                 await gw.tell_draft(game, player)
                 return "team drafted"
         elif kind == "pick":
-            turn, draft, notes = game.table.turn, game.table.draft, game.own
-            if key in notes.drafted:
-                pass  # this very mail toggled it already (read again after a crash)
-            elif phase_id == turn.phase_id and turn.phase == "proposal":
-                notes.drafted = (notes.drafted + [key])[-50:]
-                draft.toggle(intent.targets[0], turn.team_size)
+            turn, draft = game.table.turn, game.table.draft
+            # a mail read again after a crash, its pick kept with the game already, toggles nothing
+            if phase_id == turn.phase_id and turn.phase == "proposal" and key not in draft.presses:
+                draft.toggle(intent.targets[0], turn.team_size, press=key)
                 body = self.team(game, player, list(draft.picks)) if len(draft.picks) == turn.team_size else None
             if body is None:
                 await gw.save_game(game)

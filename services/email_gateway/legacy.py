@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from avalon.shared.delivery.channel import Game
 from avalon.shared.delivery.legacy import read_legacy
-from avalon.shared.delivery.table import Draft, Seats, Table, Turn
+from avalon.shared.delivery.table import PRESSES_KEPT, Draft, Seats, Table, Turn
 from avalon.shared.game import Phase
 from avalon.shared.protocol import ChoicesOffered
 
@@ -27,10 +27,10 @@ def upgrade(blob: bytes) -> Game | None:
         options=kept.get("options"),
         turn=Turn(phase=Phase(kept.get("phase", "lobby")), phase_id=kept.get("phase_id", 0),
                   leader=kept.get("leader"), team_size=kept.get("team_size", 0), offers=offers),
-        draft=Draft(picks=list(kept.get("draft", [])), holder=kept.get("draft_excalibur")),
+        draft=Draft(picks=list(kept.get("draft", [])), holder=kept.get("draft_excalibur"),
+                    presses=tuple(kept.get("drafted", []))[-PRESSES_KEPT:]),  # the mails whose pick it holds
         over=kept.get("over", False), seen_seq=kept.get("seen_seq", 0))
     pending = {command: Pending(p.get("player"), p.get("what"), names=p.get("names", ""), text=p.get("text", ""))
                for command, p in (kept.get("pending") or {}).items()}
-    notes = MailNotes(title=kept.get("title") or kept.get("game_id"), drafted=list(kept.get("drafted", [])),
-                      pending=pending)
+    notes = MailNotes(title=kept.get("title") or kept.get("game_id"), pending=pending)
     return Game(table, notes)

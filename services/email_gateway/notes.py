@@ -22,7 +22,6 @@ class Pending:
 @dataclass
 class MailNotes:
     title: str = ""
-    drafted: list[str] = field(default_factory=list)  # the mails whose pick is in the draft (read once)
     pending: dict[str, Pending] = field(default_factory=dict)  # command message_id -> its receipt
     #: the seats open for a substitute (their holders' ids), and the seats offered by mail: (address, the
     #: holder of the seat offered to it), the newest last. Tuples with class-level defaults, so a game

@@ -42,6 +42,10 @@ class Turn:
     offers: dict[str, ChoicesOffered] = field(default_factory=dict)
 
 
+#: How many presses a draft remembers (a leader's picks and drops in one phase).
+PRESSES_KEPT = 32
+
+
 @dataclass
 class Draft:
     """The leader's team in progress: picked one at a time (a button, a link), then Excalibur's holder
@@ -49,10 +53,18 @@ class Draft:
 
     picks: list[str] = field(default_factory=list)
     holder: str | None = None
+    #: the last presses applied (a button press's id): one handled again after a restart, its effect
+    #: already kept with the game, is not applied twice (a pick would drop out again)
+    presses: tuple[str, ...] = ()
 
-    def toggle(self, player: str, most: int | None = None) -> None:
+    def toggle(self, player: str, most: int | None = None, *, press: str | None = None) -> None:
         """Pick ``player``, or drop them if picked; with ``most``, a pick past it is not taken (by mail,
-        where each pick is a mail; Telegram's picker shows the count and the engine refuses a wrong size)."""
+        where each pick is a mail; Telegram's picker shows the count and the engine refuses a wrong size).
+        ``press``: the id of the press that asks it; a press already applied changes nothing."""
+        if press is not None:
+            if press in self.presses:
+                return
+            self.presses = (*self.presses[-(PRESSES_KEPT - 1):], press)
         if player in self.picks:
             self.picks.remove(player)
         elif most is None or len(self.picks) < max(most, 1):

@@ -125,7 +125,7 @@ def test_a_mail_game_kept_before_the_shared_tables_goes_on_with_its_draft_links_
     assert t.seats.invited == ["mail:c@x.org"] and t.seats.people["mail:b@x.org"].display_name == "Bea"
     assert t.offer("mail:a@x.org").phase_id == 3 and t.turn.phase is Phase.PROPOSAL
     assert (t.draft.picks, t.draft.holder) == (["mail:b@x.org"], "mail:b@x.org")
-    assert game.own.drafted == ["<m1@x.org>"] and game.own.pending["mail-1:0"].what == "what_pick"
+    assert t.draft.presses == ("<m1@x.org>",) and game.own.pending["mail-1:0"].what == "what_pick"
 
 
 def test_a_row_that_is_neither_is_refused_and_left_to_the_games_next_events():

@@ -50,7 +50,7 @@ async def pick(query: CallbackQuery, callback_data: PickCb, gw) -> None:
         await query.answer(gw.reason(player, game, "malformed"), show_alert=True)
         return
     if callback_data.seat >= 0:
-        draft.toggle(candidates[callback_data.seat])
+        draft.toggle(candidates[callback_data.seat], press=query.id)  # handled again after a restart: once
         await query.answer()
         await gw.refresh_pick(game)
         return
@@ -104,8 +104,14 @@ async def target(query: CallbackQuery, callback_data: TargetCb, gw) -> None:
     if callback_data.kind == "x":  # the leader hands Excalibur with the proposal
         picks = game.table.draft.picks
         others = [p for p in picks if p != player]
-        if _proposal(game, player) is None or not 0 <= callback_data.index < len(others):
+        choice = _proposal(game, player)
+        if choice is None or not 0 <= callback_data.index < len(others):
             await query.answer(gw.reason(player, game, "not_your_turn"), show_alert=True)
+            return
+        if len(picks) != choice.count:  # the team changed since the sword's buttons: pick it again
+            await query.answer(gw.reason(player, game, "wrong_team_size", quest="", size=choice.count,
+                                         picked=len(picks)), show_alert=True)
+            await gw.refresh_pick(game)
             return
         await gw.command(game.table.game_id, player, {"type": "propose_team", "team": list(picks),
                                                       "excalibur": others[callback_data.index]}, phase_id)
