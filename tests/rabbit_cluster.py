@@ -117,6 +117,25 @@ def _beam_pids_named(nodenames: Sequence[str]) -> dict[int, str]:
     return found
 
 
+def _terminate(pids, grace: float) -> None:
+    """SIGTERM (a node's clean shutdown), then SIGKILL to whichever is still alive after ``grace`` s."""
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(_pid_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in pids:
+        if _pid_alive(pid):
+            _signal(pid, signal.SIGKILL)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -212,20 +231,7 @@ class RabbitCluster:
             pid = self._beam_pid(i)
             if pid is not None:
                 pids.add(pid)
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 30
-        while any(_pid_alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for pid in pids:
-            if _pid_alive(pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        _terminate(pids, 30)
         for i in range(NODES):
             self._await_down(i)
 
@@ -391,17 +397,7 @@ class RabbitCluster:
         strays = _beam_pids_named(self.nodenames)
         if not strays:
             return
-        for pid in strays:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 20
-        while any(_pid_alive(p) for p in strays) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for pid in strays:
-            if _pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        _terminate(strays, 20)
         for i in range(NODES):
             self._await_down(i)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import random
 import sys
@@ -35,6 +36,8 @@ from avalon.shared.protocol import CommandEnvelope
 PLAYERS = [f"test:{i}" for i in range(1, 6)]
 NAMES = dict(zip(PLAYERS, ["Ann", "Bob", "Cleo", "Dan", "Eve"]))
 TIMEOUT = 120.0
+#: a whole game, the time the test holds it at its pauses included (the test's own steps time out first)
+GAME_TIMEOUT = 600.0
 
 
 def bus() -> RabbitBus:
@@ -42,6 +45,8 @@ def bus() -> RabbitBus:
 
 
 async def send(b: RabbitBus, game: str, actor: str, body: dict, phase_id: int | None = None) -> None:
+    # a publish cut off by a RabbitMQ node stopping is sent again by the bus itself (the engine applies
+    # its message id once): before it did, the game waited for good for a vote lost that way
     await b.send_command(CommandEnvelope(game_id=game, actor=actor, channel="test", phase_id=phase_id,
                                          command=body))
     print(f"SENT {body['type']}", flush=True)  # on the broker: the test may stop an engine now
@@ -98,7 +103,7 @@ async def play(game: str, pauses: tuple[int, ...] = ()) -> dict:
     for player in PLAYERS[1:]:
         await send(b, game, player, {"type": "join"})
     await send(b, game, PLAYERS[0], {"type": "start_game"})
-    winner = await asyncio.wait_for(over, TIMEOUT)
+    winner = await asyncio.wait_for(over, GAME_TIMEOUT)
     await b.close()
     return {"events": len(seen), "kinds": sorted(set(seen)), "rendered": rendered,
             "winner": getattr(winner, "value", str(winner)), "quests": quests, "last_seq": last,
@@ -161,6 +166,7 @@ async def collect(prefix: str, n: int) -> dict:
 
 
 def main(argv: list[str]) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # the bus's lines, on stderr
     mode, *rest = argv
     if mode == "play":
         result = asyncio.run(play(rest[0], tuple(int(q) for q in rest[1:])))

@@ -246,7 +246,7 @@ class Playing:
         return line
 
     def _said(self) -> str:
-        return "\n".join(self.out[-30:]) + "\n" + "\n".join(self.err[-30:])
+        return "\n".join(self.out[-30:]) + "\n" + "\n".join(self.err[-100:])
 
     def paused(self, quest: int, timeout: float = 150) -> None:
         deadline = time.monotonic() + timeout
@@ -379,16 +379,7 @@ def test_a_telegram_only_stack_of_three_engines_plays_a_game_through_engines_dyi
     assert game["gaps"] == [], f"events lost on the way (last seen, prev_seq, seq): {game['gaps']}"
     assert applied >= game["events"] / 10, (applied, game["events"])
 
-    # each command applied once, in order, whichever engine applied it
-    log = [json.loads(line) for line in stack.in_engine("avalon", "export", game_id, n=third).splitlines()
-           if line.startswith("{")]
-    assert [e["seq"] for e in log] == list(range(1, len(log) + 1)), [e["seq"] for e in log]
-    blocks: list[str] = []
-    for e in log:
-        if e["caused_by"] is not None and (not blocks or blocks[-1] != e["caused_by"]):
-            blocks.append(e["caused_by"])
-    assert len(blocks) == len(set(blocks)), "a command's events were applied twice"
-    assert log[-1]["event"]["type"] == "game_ended", log[-1]
+    assert_applied_once_in_order(stack.in_engine("avalon", "export", game_id, n=third))
 
     # Commands sent while the engines are down wait in RabbitMQ, and survive the broker's restart.
     stack.compose("stop", "engine")
@@ -401,3 +392,16 @@ def test_a_telegram_only_stack_of_three_engines_plays_a_game_through_engines_dyi
     log = [json.loads(line) for line in stack.in_engine("avalon", "export", "stack-game").splitlines()
            if line.startswith("{")]
     assert log and log[-1]["event"]["type"] == "game_ended", "the finished game is still in PostgreSQL"
+
+
+def assert_applied_once_in_order(export: str) -> None:
+    """A game's ``avalon export``: each command applied once, in order, whichever engine applied it, and
+    the game over."""
+    log = [json.loads(line) for line in export.splitlines() if line.startswith("{")]
+    assert [e["seq"] for e in log] == list(range(1, len(log) + 1)), [e["seq"] for e in log]
+    blocks: list[str] = []
+    for e in log:
+        if e["caused_by"] is not None and (not blocks or blocks[-1] != e["caused_by"]):
+            blocks.append(e["caused_by"])
+    assert len(blocks) == len(set(blocks)), "a command's events were applied twice"
+    assert log[-1]["event"]["type"] == "game_ended", log[-1]

@@ -2,9 +2,11 @@
 ``test``), and the accounting that says whether a fault lost or doubled anything.
 
 The players answer every ``choices_offered`` they are sent, once, with a command whose id is fixed
-by (game, player, phase): a send the broker did not confirm is sent again with the same id until
-it is confirmed, as a gateway does. A confirmed send is a move; the player never sends it again,
-so a move the engine loses stays lost (and its game stalls) instead of being papered over.
+by (game, player, phase) (once more only when it was refused for naming someone whose seat was taken
+meanwhile: then with the newcomer in their place, as a gateway redraws the buttons): a send the
+broker did not confirm is sent again with the same id until it is confirmed, as a gateway does. A
+confirmed send is a move; the player never sends it again, so a move the engine loses stays lost
+(and its game stalls) instead of being papered over.
 
 Each game may have a sleeper who lets its first vote run to the deadline, so that deadlines come due
 across the faults.
@@ -53,6 +55,9 @@ class BusTable:
         self.received: Counter[tuple[str, int]] = Counter()  # (game, seq) -> deliveries
         self.moves: dict[str, CommandEnvelope] = {}  # confirmed commands by message id
         self.send_retries = 0
+        self.offers: dict[tuple[str, str], object] = {}  # (game, player) -> the last choices_offered
+        self.successors: dict[tuple[str, str], str] = {}  # (game, player replaced) -> who took the seat
+        self.refused: dict[tuple[str, str], tuple[int, str]] = {}  # (game, actor) -> (phase, the one gone)
         self._tasks: set[asyncio.Task] = set()
         self.everyone_done = asyncio.Event()
 
@@ -96,18 +101,55 @@ class BusTable:
             return
         self.received[(envelope.game_id, envelope.seq)] += 1
         e = envelope.event
-        if e.type == "choices_offered" and (e.player, e.phase_id) not in game.answered:
-            game.answered.add((e.player, e.phase_id))
-            if e.player == game.sleeper and not game.slept and any(c.kind.value == "cast_vote" for c in e.choices):
-                game.slept = True  # this vote runs to its deadline
-                return
-            body = self._choose(e)
-            if body is not None:
-                self._spawn(self._send(game, e.player, body, e.phase_id, key=f"{e.phase_id}"))
+        if e.type == "choices_offered":
+            self.offers[(game.id, e.player)] = e
+            if (e.player, e.phase_id) not in game.answered:
+                game.answered.add((e.player, e.phase_id))
+                if e.player == game.sleeper and not game.slept and any(c.kind.value == "cast_vote" for c in e.choices):
+                    game.slept = True  # this vote runs to its deadline
+                    return
+                self._answer(game, e, key=f"{e.phase_id}")
+        elif e.type == "command_rejected":
+            self._refused(game, envelope)
+        elif e.type == "seat_taken":
+            self.successors[(game.id, e.previous)] = e.player
+            for (g, actor), (phase, gone) in list(self.refused.items()):
+                if g == game.id and gone == e.previous:  # the refusal came first
+                    del self.refused[(g, actor)]
+                    self._again(game, actor, phase)
         elif e.type in ("game_ended", "game_cancelled"):
             game.over = True
             if all(g.over for g in self.games.values()):
                 self.everyone_done.set()
+
+    def _answer(self, game: Game, offer, *, key: str) -> None:
+        body = self._choose(offer)
+        if body is not None:
+            self._spawn(self._send(game, offer.player, body, offer.phase_id, key=key))
+
+    def _refused(self, game: Game, envelope: EventEnvelope) -> None:
+        """A move refused because it named someone who has left the table (its buttons crossed a seat's
+        takeover): answered again, as a player does, from their buttons with the newcomer in the place of
+        the one who left (as a gateway's table redraws them on seat_taken), once seat_taken is here."""
+        move, e = self.moves.get(envelope.caused_by or ""), envelope.event
+        if move is None or move.phase_id is None or getattr(e.reason, "value", e.reason) != "unknown_player":
+            return
+        gone = e.params.get("player")
+        if (game.id, gone) in self.successors:
+            self._again(game, move.actor, move.phase_id)
+        else:
+            self.refused[(game.id, move.actor)] = (move.phase_id, gone)
+
+    def _again(self, game: Game, actor: str, phase_id: int) -> None:
+        offer = self.offers.get((game.id, actor))
+        if offer is None or offer.phase_id != phase_id:
+            return  # the phase moved on meanwhile: its new buttons are answered as they come
+
+        def swap(p: str) -> str:
+            return self.successors.get((game.id, p), p)
+        fresh = offer.model_copy(update={"choices": tuple(
+            c.model_copy(update={"targets": tuple(swap(p) for p in c.targets)}) for c in offer.choices)})
+        self._answer(game, fresh, key=f"{phase_id}-again")
 
     def _choose(self, offer) -> dict | None:
         kinds = {c.kind.value: c for c in offer.choices}

@@ -19,6 +19,7 @@ import time
 import uuid
 
 import pytest
+from sqlalchemy import text
 
 from avalon.services.engine.store import Store
 from avalon.shared.bus.rabbit import RabbitBus
@@ -103,6 +104,19 @@ async def test_a_takeover_survives_engine_sigkills_around_it(database, amqp_url,
         assert not engine.errors(), "\n".join(engine.errors()[:20])
     except BaseException:
         print("engine log:\n" + "\n".join(engine.text().splitlines()[-30:]))
+        if store is not None:
+            for game in [g for g in table.games.values() if not g.over][:3]:  # where a stuck game stands
+                log = await store.event_log(game.id, include_internal=True)
+                print(f"{game.id}, its last events:\n" + "\n".join(
+                    f"  {e.seq} {e.event.type} {e.readers} {e.event.model_dump(exclude={'type', 'audience'})}"
+                    f" caused_by {e.caused_by}" for e in log[-14:]))
+                async with store.engine.connect() as conn:
+                    rows = (await conn.execute(text(
+                        "SELECT message_id, outcome, processed_at FROM processed_commands WHERE game_id = :g"
+                        " ORDER BY processed_at DESC LIMIT 8"), {"g": game.id})).all()
+                print("  its last commands: " + "; ".join(f"{r[0]} {r[1]} {r[2]}" for r in rows))
+                print(f"  moves sent: {[m for m in table.moves if m.startswith(game.id)][-8:]}")
+                print(f"  seqs received: {sorted(s for g, s in table.received if g == game.id)[-8:]}")
         raise
     finally:
         await table.close()
