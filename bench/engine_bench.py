@@ -189,8 +189,9 @@ class Players:
     and consumes the events from a quorum queue of its own bound to ``test.#``, as a gateway would.
     Its CPU per command is the price of the players, not of the engine, and it shares these cores."""
 
-    def __init__(self, bus: RabbitBus) -> None:
+    def __init__(self, bus: RabbitBus, url: str = AMQP) -> None:
         self.bus = bus
+        self.url = url  # one broker node (this client does not reconnect)
         self.sent_at: dict[str, float] = {}
         self.latency: list[float] = []
         self.ended: set[str] = set()
@@ -214,7 +215,7 @@ class Players:
     async def start(self) -> None:
         _, probe = self.envelope("g", "test:p", {"type": "join"}, 3)
         CommandEnvelope.model_validate_json(probe)  # what this client writes is a command of the protocol
-        self._connection = await aiormq.connect(AMQP)
+        self._connection = await aiormq.connect(self.url)
         self._publish = await self._connection.channel(publisher_confirms=True)
         self._consume = await self._connection.channel()
         await self._consume.basic_qos(prefetch_count=self.bus.event_prefetch)

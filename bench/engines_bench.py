@@ -29,12 +29,21 @@ routing key). Before any load, the engines are left to even out the partitions: 
 3. memory:     G open games (lobbies with five players, engine_bench's ``open_games``) held by three
                engines: each engine's RSS and the sum, against the aim of under 1 GB in all.
 
+``--cluster`` runs phases 1 and 2 again on a three-node RabbitMQ cluster of this machine
+(tests/rabbit_cluster.py, beside the default node) with one node stopped: every process is given the
+three nodes (AMQP_URL comma-separated) and so connects to node 1 first, where the quorum queues are
+declared (their leaders there); once the engines have evened out, node 1 is stopped (``rabbitmqctl
+stop``), a ``create_game`` is sent to each partition as soon as it is down and the time from the stop
+to each one's first event is printed (every connection moves to node 2, every queue elects a new
+leader), then the phase's measurement runs on the two nodes left. Node 1 is started again before the
+next configuration. The broker's CPU is then the two running nodes'.
+
 Each phase cleans up after itself, even on failure: the engines stopped, the database dropped, the
 queues and exchanges deleted. The engines' logs stay in /tmp/<prefix>/ and each phase ends with a
 line about their warnings and errors.
 
     python bench/engines_bench.py [--quick] [--games 300] [--rounds 1] [--kills 20] [--open-games 100000]
-                                  [--partitions 6] [--no-throughput] [--no-kills] [--no-memory]
+                                  [--partitions 6] [--no-throughput] [--no-kills] [--no-memory] [--cluster]
 """
 
 from __future__ import annotations
@@ -65,6 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine_bench import (  # noqa: E402 - bench/ is this script's own directory
     AMQP, PG_ADMIN, ROOT, Players, cpu_of, cpu_used, open_games, pct, play_games, rss_mb)
 from avalon.shared.bus.rabbit import RabbitBus, partition_of  # noqa: E402
+from tests.rabbit_cluster import RabbitCluster, missing_reason  # noqa: E402
 from avalon.shared.runtime import settle_gc  # noqa: E402
 
 CLOCK = os.sysconf("SC_CLK_TCK")
@@ -207,6 +217,28 @@ async def wait_even(engines: list[Engine], partitions: int, timeout: float = 90.
 
 
 @dataclass
+class Broker:
+    """Where the stacks' processes connect: the default node, or a three-node cluster of which node
+    ``down`` is stopped once the engines have evened out (and started again when the stack is done)."""
+
+    url: str = AMQP
+    cluster: RabbitCluster | None = None
+    down: int = 0
+
+    @property
+    def client_url(self) -> str:
+        """The node the players' client and the bench's own bus use: on a cluster one that stays up
+        (the lean client does not reconnect: it stands for a gateway that was on another node)."""
+        return self.url if self.cluster is None else self.cluster.urls()[(self.down + 1) % len(self.cluster.ports)]
+
+    def pids(self) -> list[int]:
+        """The broker processes running now (a stopped node's are gone)."""
+        if self.cluster is None:
+            return [listener(urlsplit(self.url).port or 5672)]
+        return [pid for pid in (self.cluster._beam_pid(i) for i in range(len(self.cluster.ports))) if pid]
+
+
+@dataclass
 class Stack:
     engines: list[Engine]
     bus: RabbitBus
@@ -214,29 +246,39 @@ class Stack:
     db: str
     prefix: str
     logs: Path
+    broker: Broker = field(default_factory=Broker)
 
 
 @contextlib.asynccontextmanager
-async def stack(count: int, partitions: int, players_kind: type[Players] = Players, label: str = ""):
+async def stack(count: int, partitions: int, players_kind: type[Players] = Players, label: str = "",
+                broker: Broker | None = None):
     """``count`` engines on a fresh database and prefix, the bus and the players' client; all of it
-    cleaned up afterwards, whatever happened."""
+    cleaned up afterwards, whatever happened. On a cluster, one node is stopped once the engines have
+    evened out (``node_outage``) and started again at the end."""
+    broker = broker or Broker()
     db = f"avalon_bench_{uuid.uuid4().hex[:8]}"
     prefix = f"bench.{uuid.uuid4().hex[:8]}"
     logs = Path(f"/tmp/{prefix}")
     logs.mkdir()
     admin = await asyncpg.connect(PG_ADMIN)
     await admin.execute(f'CREATE DATABASE "{db}"')
-    env = {**os.environ, "DATABASE_URL": f"postgresql+asyncpg://postgres@127.0.0.1:5432/{db}", "AMQP_URL": AMQP,
+    env = {**os.environ, "DATABASE_URL": f"postgresql+asyncpg://postgres@127.0.0.1:5432/{db}", "AMQP_URL": broker.url,
            "BUS_PREFIX": prefix, "LOG_LEVEL": "INFO", "ENGINE_PARTITIONS": str(partitions)}
     engines = [Engine(f"engine{i}", env, logs) for i in range(count)]
-    bus = RabbitBus(AMQP, prefix=prefix, partitions=partitions)
-    players = players_kind(bus)
+    bus = RabbitBus(broker.client_url, prefix=prefix, partitions=partitions)
+    players = players_kind(bus, broker.client_url)
+    stopped = False
     try:
         for engine in engines:  # one after the other: the first one migrates the database
             await engine.start()
         await bus.start()
         await players.start()
-        yield Stack(engines, bus, players, db, prefix, logs)
+        s = Stack(engines, bus, players, db, prefix, logs, broker)
+        if broker.cluster is not None:
+            await wait_even(engines, partitions)
+            stopped = True
+            await node_outage(s, partitions)
+        yield s
     finally:
         try:
             dead: object = len(await bus.dead_letters())
@@ -256,6 +298,30 @@ async def stack(count: int, partitions: int, players_kind: type[Players] = Playe
             print(f"  cleanup: deleting {prefix}.*: {error!r}", file=sys.stderr)
         await admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
         await admin.close()
+        if stopped:
+            await asyncio.to_thread(broker.cluster.start_node, broker.down)
+
+
+async def node_outage(s: Stack, partitions: int) -> None:
+    """Stop the cluster node every process connected to first; as soon as it is down, a ``create_game``
+    to each partition: print the time from the stop to each one's first event."""
+    cluster, down = s.broker.cluster, s.broker.down
+    assert cluster is not None and isinstance(s.players, Watching)
+    games = {p: game_in(p, partitions, f"n{uuid.uuid4().hex[:6]}p{p}") for p in range(partitions)}
+    t0 = time.perf_counter()
+    await asyncio.to_thread(cluster.stop_node, down)
+    stopping = time.perf_counter() - t0
+    ids = await asyncio.gather(*(s.players.send(game, f"test:{game}p0", {"type": "create_game", "options": {}},
+                                                timed=False) for game in games.values()))
+    s.players.watched.update(ids)
+    deadline = time.perf_counter() + 120
+    while not all(i in s.players.first_event for i in ids) and time.perf_counter() < deadline:
+        await asyncio.sleep(0.005)
+    each = sorted(s.players.first_event.get(i, float("inf")) - t0 for i in ids)
+    evened = await wait_even(s.engines, partitions)
+    print(f"  node {cluster.nodenames[down]} stopped (rabbitmqctl stop took {stopping:.1f} s): the {partitions} "
+          f"partitions served again {each[0]:.1f}-{each[-1]:.1f} s after the stop began (median "
+          f"{statistics.median(each):.1f} s); the engines evened out {evened:.1f} s later")
 
 
 def report_logs(engines: list[Engine], logs: Path, dead, label: str) -> None:
@@ -285,7 +351,7 @@ class Readings:
 
     def __init__(self, s: Stack) -> None:
         self.engines = cpu_of(engine.pid for engine in s.engines)
-        self.broker = cpu_of([listener(urlsplit(AMQP).port or 5672)])
+        self.broker = cpu_of(s.broker.pids())
         postmaster = listener(urlsplit(PG_ADMIN).port or 5432)
         children = [int(pid) for pid in subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True,
                                                        text=True).stdout.split()]
@@ -307,12 +373,12 @@ class Readings:
 
 # -- 1. throughput ------------------------------------------------------------------------------
 
-async def throughput(args) -> None:
-    print(f"\n1. throughput: {args.games} concurrent 5-player games, saturated, {args.partitions} partitions, "
-          f"each configuration on a fresh database and prefix; {loadavg()}")
+async def throughput(args, broker: Broker) -> None:
+    print(f"\n1. throughput{where(broker)}: {args.games} concurrent 5-player games, saturated, "
+          f"{args.partitions} partitions, each configuration on a fresh database and prefix; {loadavg()}")
     rows = []
     for count in args.engine_counts * args.rounds:
-        async with stack(count, args.partitions) as s:
+        async with stack(count, args.partitions, Watching if broker.cluster else Players, broker=broker) as s:
             evened = await wait_even(s.engines, args.partitions)
             await play_games(s.bus, s.players, max(10, args.games // 10), f"w{count}_")  # warm-up
             s.players.reset()
@@ -350,10 +416,10 @@ class Watching(Players):
     by each command in ``watched``; and, for the background games, what was sent and received (to tell
     what happened to a game that got stuck)."""
 
-    think = 0.0
+    think = 0.0  # set by ``kills`` (the throughput runs on a cluster use this class too, unthinking)
 
-    def __init__(self, bus: RabbitBus) -> None:
-        super().__init__(bus)
+    def __init__(self, bus: RabbitBus, url: str = AMQP) -> None:
+        super().__init__(bus, url)
         self.watched: set[str] = set()
         self.first_event: dict[str, float] = {}
         self.sent: dict[str, list[tuple]] = {}  # background game -> (message id, command, phase id)
@@ -411,11 +477,12 @@ async def background(s: Stack, slots: int, stop: asyncio.Event, result: Backgrou
     await asyncio.gather(*(slot(j) for j in range(slots)))
 
 
-async def kills(args) -> None:
-    print(f"\n2. SIGKILL to served again: 3 engines, {args.partitions} partitions, {args.kills} kills; "
-          f"background: {args.background} games at a time, players thinking {args.think:.2f} s a move; {loadavg()}")
-    Watching.think = args.think
-    async with stack(3, args.partitions, Watching) as s:
+async def kills(args, broker: Broker) -> None:
+    print(f"\n2. SIGKILL to served again{where(broker)}: 3 engines, {args.partitions} partitions, {args.kills} "
+          f"kills; background: {args.background} games at a time, players thinking {args.think:.2f} s a move; "
+          f"{loadavg()}")
+    async with stack(3, args.partitions, Watching, broker=broker) as s:
+        Watching.think = args.think  # not while node_outage's commands were being answered
         players = s.players
         assert isinstance(players, Watching)
         await wait_even(s.engines, args.partitions)
@@ -526,6 +593,13 @@ async def diagnose(s: Stack, game: str, players: Watching, partitions: int) -> N
                         print(f"    {engine.name}: {line[11:23]} {line.split(': ', 1)[1][:70]}")
 
 
+def where(broker: Broker) -> str:
+    if broker.cluster is None:
+        return ""
+    return (f" on a three-node cluster ({', '.join(str(p) for p in broker.cluster.ports)}) with "
+            f"{broker.cluster.nodenames[broker.down]} stopped")
+
+
 # -- 3. memory ----------------------------------------------------------------------------------
 
 async def memory(args) -> None:
@@ -564,6 +638,10 @@ async def main() -> None:
     parser.add_argument("--no-throughput", action="store_true")
     parser.add_argument("--no-kills", action="store_true")
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--cluster", action="store_true",
+                        help="then phases 1 and 2 again on a three-node cluster with one node stopped")
+    parser.add_argument("--cluster-only", action="store_true", help="phases 1 and 2 only on the cluster")
+    parser.add_argument("--cluster-port", type=int, default=5781, help="the cluster's first AMQP port")
     args = parser.parse_args()
     quick = dict(games=60, kills=5, open_games=5000) if args.quick else dict(games=300, kills=20, open_games=100000)
     for name, value in quick.items():
@@ -578,12 +656,30 @@ async def main() -> None:
           f"Python {platform.python_version()}; {time.strftime('%Y-%m-%d %H:%M')}")
     settle_gc()  # the same collector settings as the engines' (shared/runtime.py)
     started = time.perf_counter()
-    if not args.no_throughput:
-        await throughput(args)
-    if not args.no_kills:
-        await kills(args)
-    if not args.no_memory:
-        await memory(args)
+    if not args.cluster_only:
+        if not args.no_throughput:
+            await throughput(args, Broker())
+        if not args.no_kills:
+            await kills(args, Broker())
+        if not args.no_memory:
+            await memory(args)
+    if args.cluster or args.cluster_only:
+        why = missing_reason()
+        if why is not None:
+            raise SystemExit(f"--cluster: {why}")
+        cluster = RabbitCluster(Path("/tmp/avalon-bench-cluster"), first_port=args.cluster_port, name="avalonbc")
+        began = time.perf_counter()
+        await asyncio.to_thread(cluster.start)
+        print(f"\nthe cluster: {', '.join(cluster.nodenames)} on {', '.join(map(str, cluster.ports))}, "
+              f"started in {time.perf_counter() - began:.0f} s")
+        broker = Broker(",".join(cluster.urls()), cluster, down=0)
+        try:
+            if not args.no_throughput:
+                await throughput(args, broker)
+            if not args.no_kills:
+                await kills(args, broker)
+        finally:
+            await asyncio.to_thread(cluster.stop)
     print(f"\ndone in {time.perf_counter() - started:.0f} s; {loadavg()} now")
 
 
